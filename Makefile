@@ -1,0 +1,83 @@
+# cutrace build. `make` builds the shim and the CLI; `make test` builds and runs every test on
+# the fake CUDA driver; `make demo` records a bundled sample and prints its summary.
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+BUILD     ?= build
+CXX       ?= g++
+CXXFLAGS  ?= -O2 -g
+WARN      := -Wall -Wextra -Wno-unused-parameter
+COMMON    := -std=c++17 -fPIC $(WARN) -I. -I$(CUDA_HOME)/include -MMD -MP
+LIBDIR    := /usr/lib/x86_64-linux-gnu
+LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
+
+FORMAT_SRC := collector/writer.cpp collector/reader.cpp
+SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
+              $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
+TOOLS_SRC  := $(wildcard tools/*.cpp)
+FAKE_SRC   := $(wildcard test/fake_cuda/*.cpp)
+UNIT_SRC   := $(wildcard test/unit/*.cpp)
+E2E_SRC    := $(wildcard test/e2e/*.cpp)
+
+obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
+
+SHIM_SO  := $(BUILD)/lib/libcutrace.so
+FORMAT_A := $(BUILD)/lib/libcutrace_format.a
+CLI_BIN  := $(BUILD)/bin/cutrace
+FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
+UNIT_BIN := $(BUILD)/test/unit_tests
+E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
+
+.PHONY: all test demo install clean
+all: $(SHIM_SO) $(CLI_BIN)
+
+$(BUILD)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(COMMON) $(EXTRA_$(firstword $(subst /, ,$<))) -c $< -o $@
+
+# The shim hides every symbol but the CUDA/NVTX entry points it exports (see shim/exports.map).
+EXTRA_shim        := -fvisibility=hidden
+EXTRA_collector   := -fvisibility=hidden
+EXTRA_nvtx_bridge := -fvisibility=hidden
+
+$(FORMAT_A): $(call obj,$(FORMAT_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -o $@ $(call obj,$(SHIM_SRC)) $(FORMAT_A) $(LZ4_A) \
+	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
+	  -static-libstdc++ -static-libgcc -ldl -lpthread
+
+$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(LZ4_A) -static-libstdc++ -static-libgcc -lpthread
+
+$(FAKE_SO): $(call obj,$(FAKE_SRC))
+	@mkdir -p $(dir $@)
+	$(CXX) -shared -o $@ $^ -Wl,-soname,libcuda.so.1 -lpthread
+	ln -sf libcuda.so.1 $(dir $@)libcuda.so
+
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(LZ4_A) -lpthread -ldl
+
+$(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread
+
+test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS)
+	$(UNIT_BIN)
+	BUILD=$(BUILD) bash test/e2e/run.sh
+
+demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app
+	BUILD=$(BUILD) bash tools/demo.sh
+
+install: all
+	install -D -m 0755 $(CLI_BIN) $(DESTDIR)$(PREFIX)/bin/cutrace
+	install -D -m 0755 $(SHIM_SO) $(DESTDIR)$(PREFIX)/lib/libcutrace.so
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Capture-core proof on a GPU machine (issue 2): every launch route counted, and the GPT
+# workload's kernels compared with torch.profiler's CUPTI view. Run from the repo root after
+# `make`; the reference workloads are read from $WORKLOADS (default ../shared/workloads).
+#   bash bench/verify_gpu.sh OUTDIR
+# Then, anywhere with the traces:  python3 bench/compare_truth.py OUTDIR
+set -u
+OUT=${1:-/tmp/cutrace-verify}
+W=${WORKLOADS:-../shared/workloads}
+CT=${CUTRACE:-$PWD/build/bin/cutrace}
+mkdir -p "$OUT/t"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+step() { echo; echo "=== $*"; }
+
+step environment
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+grep -o -w -m2 'constant_tsc\|nonstop_tsc' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+
+step "tiny_kernels.py: base, then under cutrace"
+python3 "$W/tiny_kernels.py"
+$CT record -o "$OUT/t/tiny" -- python3 "$W/tiny_kernels.py"
+$CT summary "$OUT/t/tiny" --top 5
+
+step "Triton kernel loop (dlsym route)"
+$CT record -o "$OUT/t/triton" -- python3 bench/gpu/triton_loop.py --n 1000
+$CT summary "$OUT/t/triton" --top 5
+
+step "CUDA graph replay loop"
+$CT record -o "$OUT/t/graph" -- python3 bench/gpu/graph_loop.py --n 200 --k 10
+$CT summary "$OUT/t/graph" --top 5
+
+step "CUDA C++ with nvcc's default static runtime"
+nvcc -O2 -o /tmp/static_app bench/gpu/static_app.cu && \
+  $CT record -o "$OUT/t/static" -- /tmp/static_app && $CT summary "$OUT/t/static" --top 5
+
+step "GPT small: torch.profiler truth, cutrace default, cutrace exact, no profiler"
+python3 "$W/train_gpt.py" --preset small --nvtx --torch-profiler cuda --truth "$OUT/truth_small.json"
+$CT record -o "$OUT/t/gpt_end" -- python3 "$W/train_gpt.py" --preset small --nvtx
+$CT record --gpu-timing exact -o "$OUT/t/gpt_exact" -- python3 "$W/train_gpt.py" --preset small --nvtx
+python3 "$W/train_gpt.py" --preset small --nvtx
+$CT summary "$OUT/t/gpt_end" --top 8
+ls -la "$OUT"/t/*/
+tar czf "$OUT/traces.tgz" -C "$OUT" t truth_small.json
+
+step "GPT small vs torch.profiler truth (same timed steps)"
+python3 bench/compare_truth.py --cutrace "$CT" "$OUT/t/gpt_end" "$OUT/truth_small.json" --tol 0.10
+python3 bench/compare_truth.py --cutrace "$CT" "$OUT/t/gpt_exact" "$OUT/truth_small.json" --tol 0.05
+if [ "${CUPTI:-1}" = 1 ]; then
+  step "GPT small with CUPTI GPU timing vs truth"
+  $CT record --gpu-timing cupti -o "$OUT/t/gpt_cupti" -- python3 "$W/train_gpt.py" --preset small --nvtx
+  python3 bench/compare_truth.py --cutrace "$CT" "$OUT/t/gpt_cupti" "$OUT/truth_small.json" --tol 0.02
+fi

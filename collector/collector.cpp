@@ -1,0 +1,570 @@
+#include "collector/collector.h"
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+#include "collector/cupti_source.h"
+#include "collector/gpu_clock.h"
+#include "collector/names.h"
+#include "collector/ops.h"
+#include "collector/process_info.h"
+#include "collector/samplers.h"
+#include "collector/writer.h"
+#include "shim/binding.h"
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/thread_state.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+
+extern GpuTiming g_timing;
+
+namespace {
+
+constexpr int64_t kCycleNs = 1000000;        // drain and poll every 1 ms
+constexpr int64_t kFlushNs = 1000000000;     // write a block at least once a second
+constexpr int64_t kClockNs = 100000000;      // tick-rate and GPU anchors every 100 ms
+constexpr int64_t kExitWaitNs = 10000000000; // at exit, wait up to 10 s for GPU work to finish
+
+struct Drained {
+  RawRecord r;
+  ThreadState* owner;
+};
+
+enum State : int { kIdle, kStarting, kRunning, kDisabled, kStopped };
+std::atomic<int> g_state{kIdle};
+std::atomic<int> g_fatal_signal{0};
+std::atomic<bool> g_signal_flushed{false};
+
+class Collector {
+ public:
+  bool start();
+  void request_sync(bool wait_gpu, bool clear_names);
+  void shutdown(uint32_t end_flags);
+  void forget_context(CUcontext c) {
+    std::lock_guard<std::mutex> l(mu_);
+    forget_ctx_.push_back(c);
+  }
+
+ private:
+  static void* thread_main(void* self);
+  void run();
+  void cycle(int64_t now);
+  void drain();
+  void handle(const Drained& d);
+  void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
+  void refill_pools();
+  void periodic(int64_t now);
+  void serve_requests();
+  void finish(uint32_t flags, int64_t wait_ns);
+  void wait_gpu(int64_t wait_ns);
+  uint16_t device_of(CUcontext ctx);
+  uint8_t classify(uint64_t addr, uint8_t hint);
+
+  TraceWriter w_;
+  TickClock clock_;
+  GpuClock gpu_;
+  OpResolver ops_{w_, gpu_};
+  Names names_{w_};
+  CpuSampler cpu_;
+  GpuSampler gpus_;
+  std::string path_;
+  pthread_t thread_{};
+  std::vector<Drained> batch_;
+  std::unordered_map<CUcontext, uint16_t> ctx_device_;
+  uint64_t dropped_total_ = 0;
+  int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t req_seq_ = 0, done_seq_ = 0;
+  bool req_wait_gpu_ = false, req_clear_names_ = false, stop_ = false;
+  uint32_t stop_flags_ = fmt::kEndClean;
+  std::vector<CUcontext> forget_ctx_;
+  bool finished_ = false;
+};
+
+Collector* g_col = nullptr;
+
+void recycle(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b) {
+  for (CUevent e : {a, b}) {
+    if (!e) continue;
+    bool kept = false;
+    if (owner && !owner->retired.load(std::memory_order_acquire))
+      for (EventPool& p : owner->pools)
+        if (p.ctx.load(std::memory_order_acquire) == ctx) {
+          kept = p.free.push(e);
+          break;
+        }
+    if (!kept) driver().cuEventDestroy(e);
+  }
+  if (owner) --owner->pending_refs;
+}
+
+// ---- start / stop -----------------------------------------------------------------------
+void at_exit() { collector_shutdown(fmt::kEndClean); }
+
+void on_fatal_signal(int sig) {
+  // Ask the collector to write what it has, wait for it (bounded), then die as before.
+  g_fatal_signal.store(sig);
+  for (int i = 0; i < 400 && !g_signal_flushed.load(); ++i) {
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, nullptr);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_signal_flush() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+bool Collector::start() {
+  const Config& cfg = config();
+  std::string err;
+  if (!make_output_dir(cfg.out_dir, &err)) {
+    log_warn("%s; capture disabled, the program continues", err.c_str());
+    return false;
+  }
+  RankInfo rank = detect_rank();
+  std::string base = trace_path(cfg.out_dir, rank);
+  path_ = base;
+  for (int i = 1; !w_.open(path_, &err); ++i) {
+    if (i > 20 || errno != EEXIST) {
+      log_warn("cannot create trace file %s: %s; capture disabled, the program continues", path_.c_str(), err.c_str());
+      return false;
+    }
+    path_ = base + "." + std::to_string(i);
+  }
+  if (cfg.timing == GpuTiming::Cupti && !cupti_start()) g_timing = GpuTiming::End;
+  const char* timing = g_timing == GpuTiming::Exact   ? "exact"
+                       : g_timing == GpuTiming::None  ? "none"
+                       : g_timing == GpuTiming::Cupti ? "cupti"
+                                                      : "end";
+  write_process_meta(w_, rank, timing);
+  for (size_t i = 0; i < func_count(); ++i) w_.api_name(uint16_t(i), api_name(uint16_t(i)));
+  write_devices(w_);
+  fmt::ClockSyncRec cs{};
+  cs.monotonic_ns = mono_ns(), cs.realtime_ns = real_ns();
+  w_.add(cs, fmt::RecType::ClockSync);
+  fmt::WindowRec win{};
+  win.ts = cs.monotonic_ns, win.index = 0, win.reason_id = w_.intern("process"), win.edge = uint8_t(fmt::WindowEdge::Begin);
+  w_.add(win, fmt::RecType::Window);
+  clock_.init();
+  ops_.set_recycler(&recycle);
+  sample_period_ = cfg.sample_hz > 0 ? 1000000000 / cfg.sample_hz : 0;
+
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the collector thread never takes the app's signals
+  int rc = pthread_create(&thread_, nullptr, &Collector::thread_main, this);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    log_warn("cannot start the collector thread; capture disabled");
+    return false;
+  }
+  atexit(at_exit);
+  install_signal_flush();
+  log_info("recording to %s", path_.c_str());
+  return true;
+}
+
+void* Collector::thread_main(void* self) {
+  t_in_shim = true;  // wrappers called from here pass straight through
+  static_cast<Collector*>(self)->run();
+  return nullptr;
+}
+
+void Collector::run() {
+  const Driver& d = driver();
+  if (d.cuThreadExchangeStreamCaptureMode) {
+    // Our event queries must never invalidate an application's graph capture.
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    d.cuThreadExchangeStreamCaptureMode(&mode);
+  }
+  struct timespec two_ms = {0, 2000000};
+  nanosleep(&two_ms, nullptr);  // a first interval for the tick rate
+  clock_.update();
+  std::vector<std::vector<uint8_t>> uuids;
+  auto count_fn = reinterpret_cast<CUresult (*)(int*)>(real_dlsym(libcuda_handle(), "cuDeviceGetCount"));
+  int n = 0;
+  if (count_fn && count_fn(&n) == CUDA_SUCCESS && d.cuDeviceGetUuid)
+    for (int i = 0; i < n; ++i) {
+      CUuuid u{};
+      d.cuDeviceGetUuid(&u, i);
+      uuids.emplace_back(u.bytes, u.bytes + 16);
+    }
+  if (sample_period_) gpus_.init(uuids);
+  for (;;) {
+    int64_t now = mono_ns();
+    cycle(now);
+    if (int sig = g_fatal_signal.load()) {
+      finish(fmt::kEndSignal, 200000000);
+      g_signal_flushed.store(true);
+      (void)sig;
+      return;
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    if (stop_) break;
+    if (req_seq_ == done_seq_) cv_.wait_for(l, std::chrono::nanoseconds(kCycleNs));
+  }
+  finish(stop_flags_, kExitWaitNs);
+}
+
+void Collector::cycle(int64_t now) {
+  drain();
+  ops_.poll();
+  refill_pools();
+  periodic(now);
+  serve_requests();
+}
+
+void Collector::periodic(int64_t now) {
+  if (now - last_clock_ >= kClockNs) {
+    clock_.update();
+    gpu_.tick(now);
+    if (g_timing == GpuTiming::Cupti) cupti_flush();
+    last_clock_ = now;
+  }
+  if (sample_period_ && now - last_sample_ >= sample_period_) {
+    cpu_.sample(w_, now);
+    gpus_.sample(w_, now);
+    last_sample_ = now;
+  }
+  if (now - last_flush_ >= kFlushNs) {
+    fmt::ClockSyncRec cs{};
+    cs.monotonic_ns = mono_ns(), cs.realtime_ns = real_ns();
+    w_.add(cs, fmt::RecType::ClockSync);
+    w_.flush();
+    last_flush_ = now;
+  }
+}
+
+void Collector::serve_requests() {
+  std::vector<CUcontext> forget;
+  uint64_t seq;
+  bool wait, clear;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (req_seq_ == done_seq_ && forget_ctx_.empty()) return;
+    seq = req_seq_, wait = req_wait_gpu_, clear = req_clear_names_;
+    req_wait_gpu_ = req_clear_names_ = false;
+    forget.swap(forget_ctx_);
+  }
+  drain();
+  if (wait) wait_gpu(kExitWaitNs);
+  if (clear) names_.clear();
+  for (CUcontext c : forget) {
+    ops_.abandon(c);
+    gpu_.forget(c);
+    ctx_device_.erase(c);
+  }
+  w_.flush();
+  std::lock_guard<std::mutex> l(mu_);
+  done_seq_ = seq;
+  cv_.notify_all();
+}
+
+void Collector::wait_gpu(int64_t wait_ns) {
+  int64_t deadline = mono_ns() + wait_ns;
+  for (int i = 0; ops_.poll(/*all=*/true) > 0 && mono_ns() < deadline; ++i) {
+    if (g_timing == GpuTiming::Cupti && i % 200 == 0) cupti_flush();
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+void Collector::finish(uint32_t flags, int64_t wait_ns) {
+  if (finished_) return;
+  finished_ = true;
+  drain();
+  wait_gpu(wait_ns);
+  if (g_timing == GpuTiming::Cupti) cupti_stop();
+  ops_.abandon(nullptr);
+  drain();  // dropped counts
+  fmt::WindowRec win{};
+  win.ts = mono_ns(), win.index = 0, win.reason_id = w_.intern("process"), win.edge = uint8_t(fmt::WindowEdge::End);
+  w_.add(win, fmt::RecType::Window);
+  if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
+    log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
+  else
+    log_info("wrote %s (%llu records)", path_.c_str(), (unsigned long long)w_.records());
+}
+
+void Collector::request_sync(bool wait_gpu, bool clear_names) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (stop_ || finished_) return;
+  uint64_t mine = ++req_seq_;
+  req_wait_gpu_ |= wait_gpu;
+  req_clear_names_ |= clear_names;
+  cv_.notify_all();
+  cv_.wait_for(l, std::chrono::seconds(30), [&] { return done_seq_ >= mine || stop_; });
+}
+
+void Collector::shutdown(uint32_t end_flags) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return;
+    stop_ = true;
+    stop_flags_ = end_flags;
+    cv_.notify_all();
+  }
+  pthread_join(thread_, nullptr);
+}
+
+// ---- draining ---------------------------------------------------------------------------
+void Collector::drain() {
+  batch_.clear();
+  ThreadState* prev = nullptr;
+  for (ThreadState* s = registry_head(); s;) {
+    ThreadState* next = s->next.load(std::memory_order_acquire);
+    bool retired = s->retired.load(std::memory_order_acquire);
+    while (const RawRecord* r = s->ring.peek()) {
+      batch_.push_back({*r, s});
+      ++s->pending_refs;
+      s->ring.pop();
+    }
+    uint64_t dropped = s->dropped.load(std::memory_order_relaxed);
+    if (dropped > s->dropped_reported) {
+      fmt::DroppedRec dr{};
+      dr.ts = mono_ns(), dr.tid = s->tid, dr.count = dropped - s->dropped_reported;
+      w_.add(dr, fmt::RecType::Dropped);
+      dropped_total_ += dr.count;
+      s->dropped_reported = dropped;
+    }
+    if (retired && s->pending_refs == 0 && registry_unlink(prev, s)) {
+      for (EventPool& p : s->pools) {
+        CUevent e;
+        while (p.free.pop(&e)) driver().cuEventDestroy(e);
+      }
+      delete s;
+    } else {
+      prev = s;
+    }
+    s = next;
+  }
+  std::stable_sort(batch_.begin(), batch_.end(),
+                   [](const Drained& a, const Drained& b) { return int64_t(a.r.t0 - b.r.t0) < 0; });
+  for (const Drained& d : batch_) handle(d);
+}
+
+void Collector::refill_pools() {
+  const Driver& d = driver();
+  int budget = 256;  // events created per cycle at most
+  for (ThreadState* s = registry_head(); s && budget > 0; s = s->next.load(std::memory_order_acquire)) {
+    if (s->retired.load(std::memory_order_acquire)) continue;
+    for (EventPool& p : s->pools) {
+      CUcontext ctx = p.ctx.load(std::memory_order_acquire);
+      if (!ctx || p.free.size() >= kPoolTarget || !use_context(ctx)) continue;
+      while (p.free.size() < kPoolTarget && budget-- > 0) {
+        CUevent e;
+        if (d.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) break;
+        if (!p.free.push(e)) {
+          d.cuEventDestroy(e);
+          break;
+        }
+      }
+    }
+  }
+}
+
+uint16_t Collector::device_of(CUcontext ctx) {
+  if (!ctx) return 0;
+  auto it = ctx_device_.find(ctx);
+  if (it != ctx_device_.end()) return it->second;
+  CUdevice dev = 0;
+  if (use_context(ctx)) driver().cuCtxGetDevice(&dev);
+  ctx_device_[ctx] = uint16_t(dev);
+  return uint16_t(dev);
+}
+
+uint8_t Collector::classify(uint64_t addr, uint8_t hint) {
+  using fmt::MemKind;
+  if (hint != uint8_t(MemKind::Unknown)) return hint;
+  const Driver& d = driver();
+  unsigned type = 0;
+  if (!d.cuPointerGetAttribute ||
+      d.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUdeviceptr(addr)) != CUDA_SUCCESS)
+    return uint8_t(MemKind::Pageable);
+  if (type == CU_MEMORYTYPE_HOST) return uint8_t(MemKind::Pinned);
+  int managed = 0;
+  d.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, CUdeviceptr(addr));
+  return uint8_t(managed ? MemKind::Managed : MemKind::Device);
+}
+
+fmt::CopyKind copy_kind(uint8_t src, uint8_t dst) {
+  auto host = [](uint8_t k) { return k == uint8_t(fmt::MemKind::Pageable) || k == uint8_t(fmt::MemKind::Pinned); };
+  if (host(src) && host(dst)) return fmt::CopyKind::HtoH;
+  if (host(src)) return fmt::CopyKind::HtoD;
+  if (host(dst)) return fmt::CopyKind::DtoH;
+  return fmt::CopyKind::DtoD;
+}
+
+void fill_common(fmt::OpCommon& c, const RawRecord& r, uint32_t tid, int64_t t0, int64_t t1, uint16_t device,
+                 uint32_t sid) {
+  c.corr = r.corr, c.cpu_begin = t0, c.cpu_end = t1, c.tid = tid, c.stream = sid, c.device = device;
+  c.api = r.api, c.result = r.result, c.gpu_start = c.gpu_end = 0;
+  c.flags = uint16_t((r.result ? fmt::kOpError : 0) | ((r.flags & kRawCaptured) ? fmt::kOpCaptured : 0) |
+                     ((r.flags & kRawAsync) ? fmt::kOpAsync : 0) |
+                     ((r.flags & kRawPerThread) ? fmt::kOpPerThreadStream : 0));
+}
+
+void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid) {
+  const RawRecord& r = d.r;
+  PendingOp op;
+  op.ev_start = r.ev_start, op.ev_end = r.ev_end, op.ctx = r.ctx, op.owner = d.owner;
+  op.blocking = (r.flags & kRawBlocking) != 0;
+  op.cupti = (r.flags & kRawCupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
+  op.timed = (r.ev_end || op.cupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
+  op.gctx = op.timed && !op.cupti ? gpu_.context(r.ctx) : nullptr;
+  op.cupti_corr = r.cupti_corr;
+  if (r.kind == RawKind::Kernel) {
+    fmt::KernelRec& k = op.rec.kernel;
+    k = fmt::KernelRec{};
+    k.h = {uint16_t(fmt::RecType::Kernel), uint16_t(sizeof k)};
+    fill_common(k.op, r, d.owner->tid, t0, t1, device, sid);
+    k.kind = r.sub;
+    const Names::Func& f = r.sub == uint8_t(fmt::KernelKind::Graph) ? names_.graph(r.kernel.func, &k.graph_id)
+                                                                   : names_.function(r.kernel.func, device);
+    k.name_id = f.name_id, k.regs = f.regs, k.static_smem = f.static_smem;
+    std::copy(r.kernel.grid, r.kernel.grid + 3, k.grid);
+    std::copy(r.kernel.block, r.kernel.block + 3, k.block);
+    k.dyn_smem = r.kernel.shmem;
+    op.type = fmt::RecType::Kernel;
+  } else if (r.kind == RawKind::Memcpy) {
+    fmt::MemcpyRec& c = op.rec.copy;
+    c = fmt::MemcpyRec{};
+    c.h = {uint16_t(fmt::RecType::Memcpy), uint16_t(sizeof c)};
+    fill_common(c.op, r, d.owner->tid, t0, t1, device, sid);
+    c.bytes = r.copy.bytes;
+    c.src_kind = classify(r.copy.src, r.copy.src_kind);
+    c.dst_kind = classify(r.copy.dst, r.copy.dst_kind);
+    c.copy_kind = r.copy.copy_kind ? r.copy.copy_kind : uint8_t(copy_kind(c.src_kind, c.dst_kind));
+    c.src_device = c.dst_device = device;
+    op.type = fmt::RecType::Memcpy;
+  } else {
+    fmt::MemsetRec& s = op.rec.set;
+    s = fmt::MemsetRec{};
+    s.h = {uint16_t(fmt::RecType::Memset), uint16_t(sizeof s)};
+    fill_common(s.op, r, d.owner->tid, t0, t1, device, sid);
+    s.bytes = r.set.bytes, s.value = r.set.value, s.element_size = r.set.elem;
+    op.type = fmt::RecType::Memset;
+  }
+  ops_.add(std::move(op));
+}
+
+void Collector::handle(const Drained& d) {
+  const RawRecord& r = d.r;
+  int64_t t0 = clock_.to_ns(r.t0), t1 = clock_.to_ns(r.t1);
+  uint16_t device = device_of(r.ctx);
+  uint32_t tid = d.owner->tid;
+  bool pt = (r.flags & kRawPerThread) != 0;
+  auto sid = [&] { return ops_.stream_id(r.stream, r.ctx, tid, pt, device); };
+  switch (r.kind) {
+    case RawKind::Kernel:
+    case RawKind::Memcpy:
+    case RawKind::Memset:
+      add_gpu_op(d, t0, t1, device, sid());
+      return;  // the op holds the owner reference until it is written
+    case RawKind::Sync:
+    case RawKind::StreamWait: {
+      fmt::SyncRec s{};
+      s.cpu_begin = t0, s.cpu_end = t1, s.event = reinterpret_cast<uint64_t>(r.ev.event), s.tid = tid;
+      bool has_stream = r.kind == RawKind::StreamWait || r.sub == uint8_t(fmt::SyncKind::Stream) ||
+                        r.sub == uint8_t(fmt::SyncKind::StreamQuery);
+      s.stream = has_stream ? sid() : 0;
+      s.device = device, s.api = r.api, s.result = r.result, s.corr = r.corr;
+      s.kind = r.kind == RawKind::StreamWait ? uint8_t(fmt::SyncKind::StreamWait) : r.sub;
+      if (r.kind == RawKind::StreamWait && r.result == CUDA_SUCCESS) ops_.stream_waits(s.stream, r.ev.event);
+      w_.add(s, fmt::RecType::Sync);
+      break;
+    }
+    case RawKind::EventRecord: {
+      fmt::ApiRec a{};
+      a.cpu_begin = t0, a.cpu_end = t1, a.corr = r.corr, a.arg = reinterpret_cast<uint64_t>(r.ev.event);
+      a.tid = tid, a.stream = sid(), a.api = r.api, a.device = device, a.result = r.result;
+      if (r.result == CUDA_SUCCESS) ops_.event_recorded(r.ev.event, a.stream);
+      w_.add(a, fmt::RecType::Api);
+      break;
+    }
+    case RawKind::Memory: {
+      fmt::MemoryRec m{};
+      m.cpu_begin = t0, m.cpu_end = t1, m.address = r.mem.address, m.bytes = r.mem.bytes, m.tid = tid;
+      m.stream = r.stream ? sid() : 0;
+      m.device = device, m.api = r.api, m.result = r.result, m.op = r.sub, m.mem_kind = r.mem.mem_kind;
+      w_.add(m, fmt::RecType::Memory);
+      break;
+    }
+    case RawKind::CtxFlush:
+      break;
+  }
+  --d.owner->pending_refs;
+}
+
+}  // namespace
+
+// ---- public entry points ----------------------------------------------------------------
+bool collector_ensure_started() {
+  int s = g_state.load(std::memory_order_acquire);
+  if (s == kRunning) return true;
+  if (s != kIdle && s != kStarting) return false;
+  int expected = kIdle;
+  if (g_state.compare_exchange_strong(expected, kStarting)) {
+    auto* c = new Collector();  // lives until exit: never freed (wrappers may run during exit)
+    bool ok = c->start();
+    if (ok) g_col = c;
+    else g_capture_on.store(false, std::memory_order_relaxed);
+    g_state.store(ok ? kRunning : kDisabled, std::memory_order_release);
+    return ok;
+  }
+  while ((s = g_state.load(std::memory_order_acquire)) == kStarting) sched_yield();
+  return s == kRunning;
+}
+
+void collector_sync(bool wait_gpu) {
+  if (g_state.load(std::memory_order_acquire) == kRunning && g_col) g_col->request_sync(wait_gpu, !wait_gpu);
+}
+
+void collector_forget_context(CUcontext ctx) {
+  if (g_state.load(std::memory_order_acquire) == kRunning && g_col) {
+    g_col->forget_context(ctx);
+    g_col->request_sync(false, false);
+  }
+}
+
+void collector_forget_device(CUdevice) {
+  // Primary-context reset: the sync before it resolved everything; contexts are re-learned.
+}
+
+void collector_shutdown(uint32_t end_flags) {
+  int expected = kRunning;
+  if (!g_state.compare_exchange_strong(expected, kStopped)) return;
+  g_capture_on.store(false, std::memory_order_relaxed);
+  g_col->shutdown(end_flags);
+}
+
+void collector_after_fork_child() {
+  g_col = nullptr;  // the parent's collector (and its file) belong to the parent
+  g_state.store(kIdle, std::memory_order_relaxed);
+  g_fatal_signal.store(0);
+  g_signal_flushed.store(false);
+  registry_reset_after_fork();
+  g_capture_on.store(config().enabled, std::memory_order_relaxed);
+}
+
+}  // namespace cutrace

@@ -1,0 +1,197 @@
+#include "collector/cupti_source.h"
+#include <cupti.h>
+#include <dlfcn.h>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+
+
+namespace {
+
+struct Api {
+  CUptiResult (*get_version)(uint32_t*);
+  CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+  CUptiResult (*enable)(CUpti_ActivityKind);
+  CUptiResult (*flush_all)(uint32_t);
+  CUptiResult (*next_record)(uint8_t*, size_t, CUpti_Activity**);
+  CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
+  CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+};
+
+// The driver calls whose CUPTI correlation id we note (launches, graph launches, copies, memsets).
+const CUpti_CallbackId kDriverCbids[] = {
+#include "collector/cupti_cbids.inc"
+};
+
+// CUPTI's correlation id of the calling thread's current driver call, set by our callback.
+__thread uint32_t t_cupti_corr __attribute__((tls_model("initial-exec"))) = 0;
+Api g_api;
+
+struct Span {
+  int64_t start = INT64_MAX, end = 0;
+};
+
+// Filled by CUPTI's buffer callback (its own thread or ours during a flush): not a hot path.
+std::mutex g_mu;
+std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
+int64_t g_last_flush = 0;
+uint64_t g_dropped = 0;
+uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
+
+constexpr size_t kBufferBytes = 8 << 20;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
+  Span& s = (*g_spans)[cupti_corr];
+  if (int64_t(start) < s.start) s.start = int64_t(start);
+  if (int64_t(end) > s.end) s.end = int64_t(end);
+  ++g_n_gpu;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  {
+    std::lock_guard<std::mutex> l(g_mu);
+    CUpti_Activity* rec = nullptr;
+    while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      switch (rec->kind) {
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        case CUPTI_ACTIVITY_KIND_KERNEL: {
+          auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+          add_span(k->correlationId, k->start, k->end);
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+          auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+          add_span(m->correlationId, m->start, m->end);
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+          auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+          add_span(m->correlationId, m->start, m->end);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+  free(buffer);
+}
+
+uint64_t CUPTIAPI timestamp() { return uint64_t(mono_ns()); }
+
+void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+  auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (info->callbackSite == CUPTI_API_ENTER) t_cupti_corr = info->correlationId;
+}
+
+void* open_cupti() {
+  std::vector<std::string> paths;
+  if (const char* p = getenv("CUTRACE_CUPTI")) paths.push_back(p);
+  paths.push_back("libcupti.so.13");
+  paths.push_back("libcupti.so.12");
+  paths.push_back("libcupti.so");
+  const char* home = getenv("CUDA_HOME");
+  for (std::string h : {std::string(home ? home : ""), std::string("/usr/local/cuda")}) {
+    if (h.empty()) continue;
+    paths.push_back(h + "/lib64/libcupti.so");
+    paths.push_back(h + "/extras/CUPTI/lib64/libcupti.so");
+  }
+  for (const std::string& p : paths)
+    if (void* h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  return nullptr;
+}
+
+template <class F>
+bool load(void* h, F& f, const char* name) {
+  f = reinterpret_cast<F>(real_dlsym(h, name));
+  return f != nullptr;
+}
+
+}  // namespace
+
+bool cupti_start() {
+  void* h = open_cupti();
+  Api& a = g_api;
+  bool ok = h && load(h, a.get_version, "cuptiGetVersion") && load(h, a.register_callbacks, "cuptiActivityRegisterCallbacks") &&
+            load(h, a.register_timestamp, "cuptiActivityRegisterTimestampCallback") &&
+            load(h, a.enable, "cuptiActivityEnable") && load(h, a.flush_all, "cuptiActivityFlushAll") &&
+            load(h, a.next_record, "cuptiActivityGetNextRecord") &&
+            load(h, a.subscribe, "cuptiSubscribe") && load(h, a.enable_callback, "cuptiEnableCallback");
+  if (!ok) {
+    log_warn("CUPTI (libcupti) not found (set CUTRACE_CUPTI=/path/libcupti.so): using completion events");
+    return false;
+  }
+  uint32_t version = 0;
+  a.get_version(&version);
+  if (version / 10000 != CUPTI_API_VERSION / 10000) {
+    log_warn("CUPTI API version %u does not match the one cutrace was built for (%d): using completion events",
+             version, CUPTI_API_VERSION);
+    return false;
+  }
+  g_spans = new std::unordered_map<uint32_t, Span>();
+  CUpti_SubscriberHandle sub = nullptr;
+  ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
+       a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
+       a.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS &&
+       a.enable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS && a.enable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS;
+  ok = ok && a.subscribe(&sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
+  for (CUpti_CallbackId cbid : kDriverCbids)
+    ok = ok && a.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
+  if (!ok) {
+    log_warn("CUPTI activity tracing could not be enabled (another profiler attached?): using completion events");
+    return false;
+  }
+  return true;
+}
+
+void cupti_flush() {
+  int64_t before = mono_ns();
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> l(g_mu);
+  g_last_flush = before;
+}
+
+void cupti_stop() {
+  cupti_flush();
+  std::lock_guard<std::mutex> l(g_mu);
+  log_info("CUPTI: %llu GPU records, %llu spans used, %zu left, last flush %lld", (unsigned long long)g_n_gpu,
+           (unsigned long long)g_n_taken, g_spans->size(), (long long)g_last_flush);
+  if (!g_spans->empty())
+    log_info("CUPTI: a pending span ends at %lld", (long long)g_spans->begin()->second.end);
+}
+
+uint32_t cupti_last_correlation() { return t_cupti_corr; }
+
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end) {
+  std::lock_guard<std::mutex> l(g_mu);
+  auto it = g_spans->find(corr);
+  // Final once a forced flush that began after the work ended has been delivered (graph
+  // launches bring several records under one id).
+  if (it == g_spans->end() || it->second.end >= g_last_flush) return false;
+  *start = it->second.start, *end = it->second.end;
+  g_spans->erase(it);
+  ++g_n_taken;
+  return true;
+}
+
+uint64_t cupti_dropped() {
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_dropped;
+}
+
+}  // namespace cutrace

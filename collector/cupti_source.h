@@ -1,0 +1,22 @@
+// GPU times from CUPTI's activity API (CUTRACE_GPU_TIMING=cupti): the kernels', copies' and
+// memsets' real start and end, as CUPTI measures them, instead of pooled events. A CUPTI
+// driver-API callback notes CUPTI's correlation id of each traced GPU call on the calling
+// thread; the wrapper stores it in its record, and CUPTI's activity records join on it. A graph
+// launch's span is its first node's start to its last node's end.
+// libcupti is loaded at run time; without it the collector falls back to events, with a warning.
+#pragma once
+#include <cstdint>
+
+namespace cutrace {
+
+bool cupti_start();                      // app thread, before the first traced call goes on
+void cupti_flush();                      // collector: hands CUPTI's completed records over
+void cupti_stop();                       // collector at exit: flush everything
+// GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
+uint64_t cupti_dropped();
+
+// Hot path (cupti mode): CUPTI's correlation id of this thread's latest traced driver call.
+uint32_t cupti_last_correlation();
+
+}  // namespace cutrace

@@ -1,0 +1,376 @@
+// On-disk trace format, version 1. docs/FORMAT.md describes it in prose; this header is the
+// normative definition shared by the writer (collector) and the one reader library.
+//
+// File  := FileHeader Block*
+// Block := BlockHeader LZ4(payload)          payload := Record*
+// Record:= RecHeader body                    (size counts the header; little-endian, packed)
+//
+// Every block is self-contained for decompression and begins with a sync magic, so a reader can
+// skip a damaged block and a truncated file reads up to its last complete block. Strings are
+// interned: a String record (id -> bytes) always precedes, in the same or an earlier block, the
+// first record that uses the id. All times are int64 nanoseconds of the host's CLOCK_MONOTONIC;
+// ClockSync records give the matching CLOCK_REALTIME. GPU times were mapped to that clock by the
+// collector. A value of 0 in gpu_start/gpu_end means "not measured".
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace cutrace::fmt {
+
+inline constexpr char kFileMagic[8] = {'C', 'U', 'T', 'R', 'A', 'C', 'E', '\0'};
+inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major
+inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor (unknown records skipped)
+inline constexpr uint32_t kBlockMagic = 0x4B4C4243;  // bytes "CBLK"
+inline constexpr uint32_t kMaxBlockRaw = 1u << 20;   // writers never exceed 1 MiB raw per block
+inline constexpr uint32_t kBlockTargetRaw = 256u << 10;  // TraceWriter flushes before exceeding this
+inline constexpr uint32_t kMaxStringBytes = 65000;       // longer strings are truncated by the writer
+
+#pragma pack(push, 1)
+
+struct FileHeader {
+  char magic[8];
+  uint16_t version_major;
+  uint16_t version_minor;
+  uint32_t header_size;  // sizeof(FileHeader); lets a later minor version append fields
+};
+static_assert(sizeof(FileHeader) == 16);
+
+struct BlockHeader {
+  uint32_t magic;            // kBlockMagic
+  uint32_t compressed_size;  // bytes of LZ4 data following this header
+  uint32_t raw_size;         // bytes after decompression (<= kMaxBlockRaw)
+  uint32_t checksum;         // xxh32(raw payload): XXH32, seed 0, of the decompressed bytes
+  uint64_t seq;              // 0,1,2,... per file; a gap means a block was lost
+};
+static_assert(sizeof(BlockHeader) == 24);
+
+enum class RecType : uint16_t {
+  String = 1,     // StringRec + bytes (not NUL-terminated)
+  Meta = 2,       // key/value strings about the process (see docs/FORMAT.md for keys)
+  ApiName = 3,    // api id -> name string id
+  Thread = 4,     // OS thread id -> name
+  Device = 5,     // one per GPU used
+  Stream = 6,     // stream id -> handle, device
+  Kernel = 10,
+  Memcpy = 11,
+  Memset = 12,
+  Sync = 13,
+  Memory = 14,
+  Api = 15,       // any other traced driver call (event record, stream wait, errors, ...)
+  CpuSample = 20,
+  GpuSample = 21,
+  ClockSync = 30,
+  Dropped = 31,
+  Window = 32,
+  End = 33,
+};
+
+struct RecHeader {
+  uint16_t type;  // RecType
+  uint16_t size;  // whole record, header included
+};
+static_assert(sizeof(RecHeader) == 4);
+
+struct StringRec {
+  RecHeader h;
+  uint32_t id;  // ids start at 1; 0 means "no string"
+  // followed by h.size - 8 bytes of UTF-8 (or raw) text
+};
+static_assert(sizeof(StringRec) == 8);
+
+struct MetaRec {
+  RecHeader h;
+  uint32_t key_id;
+  uint32_t value_id;
+};
+static_assert(sizeof(MetaRec) == 12);
+
+struct ApiNameRec {
+  RecHeader h;
+  uint16_t api;
+  uint16_t pad;
+  uint32_t name_id;
+};
+static_assert(sizeof(ApiNameRec) == 12);
+
+struct ThreadRec {
+  RecHeader h;
+  uint32_t tid;
+  uint32_t name_id;
+};
+static_assert(sizeof(ThreadRec) == 12);
+
+struct DeviceRec {
+  RecHeader h;
+  uint16_t device;  // CUdevice ordinal
+  uint16_t cc_major;
+  uint16_t cc_minor;
+  uint16_t sm_count;
+  uint32_t name_id;
+  uint64_t total_mem;
+  uint8_t uuid[16];
+  uint32_t pci_bus;
+};
+static_assert(sizeof(DeviceRec) == 44);
+
+struct StreamRec {
+  RecHeader h;
+  uint32_t stream;  // id used by op records (1, 2, ...; 0 = none)
+  uint16_t device;
+  uint16_t flags;   // StreamFlags
+  uint64_t handle;  // CUstream value as seen by the application
+};
+static_assert(sizeof(StreamRec) == 20);
+
+enum StreamFlags : uint16_t {
+  kStreamLegacyDefault = 1 << 0,     // the context's legacy default (NULL) stream
+  kStreamPerThreadDefault = 1 << 1,  // a thread's per-thread default stream
+};
+
+// Flags shared by GPU operation records (OpCommon::flags).
+enum OpFlags : uint16_t {
+  kOpInferredStart = 1 << 0,  // gpu_start inferred (default timing mode), not measured
+  kOpNoGpuTime = 1 << 1,      // no GPU time (event pool empty, error, or captured into a graph)
+  kOpCaptured = 1 << 2,       // issued while the stream was capturing a CUDA graph
+  kOpError = 1 << 3,          // the driver returned an error (result != 0)
+  kOpAsync = 1 << 4,          // memcpy/memset: *Async API
+  kOpPerThreadStream = 1 << 5,
+};
+
+struct OpCommon {
+  uint64_t corr;       // correlation id: unique per file, links launch to execution
+  int64_t cpu_begin;   // ns, host call entry
+  int64_t cpu_end;     // ns, host call return
+  int64_t gpu_start;   // ns (host clock), 0 = unknown
+  int64_t gpu_end;     // ns (host clock), 0 = unknown
+  uint32_t tid;        // OS thread id of the caller
+  uint32_t stream;     // stream id (StreamRec)
+  uint16_t device;
+  uint16_t api;        // api id (ApiNameRec)
+  uint16_t flags;      // OpFlags
+  uint16_t pad;
+  int32_t result;      // CUresult returned to the application
+};
+static_assert(sizeof(OpCommon) == 60);
+
+enum class KernelKind : uint8_t { Kernel = 0, Cooperative = 1, Graph = 2 };
+
+struct KernelRec {
+  RecHeader h;
+  OpCommon op;
+  uint32_t name_id;  // demangled name; for graphs "cudaGraphExec <n>"
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t dyn_smem;
+  uint32_t static_smem;
+  uint16_t regs;
+  uint8_t kind;  // KernelKind
+  uint8_t pad;
+  uint32_t graph_id;  // graph exec id for kind Graph, else 0
+};
+static_assert(sizeof(KernelRec) == 4 + 60 + 44);
+
+enum class CopyKind : uint8_t { Unknown = 0, HtoD = 1, DtoH = 2, DtoD = 3, HtoH = 4, PtoP = 5 };
+enum class MemKind : uint8_t { Unknown = 0, Pageable = 1, Pinned = 2, Device = 3, Managed = 4, Array = 5 };
+
+struct MemcpyRec {
+  RecHeader h;
+  OpCommon op;
+  uint64_t bytes;
+  uint8_t copy_kind;  // CopyKind
+  uint8_t src_kind;   // MemKind
+  uint8_t dst_kind;   // MemKind
+  uint8_t pad;
+  uint16_t src_device;
+  uint16_t dst_device;
+};
+static_assert(sizeof(MemcpyRec) == 4 + 60 + 16);
+
+struct MemsetRec {
+  RecHeader h;
+  OpCommon op;
+  uint64_t bytes;
+  uint32_t value;
+  uint8_t element_size;  // 1, 2 or 4
+  uint8_t pad[3];
+};
+static_assert(sizeof(MemsetRec) == 4 + 60 + 16);
+
+enum class SyncKind : uint8_t {
+  Context = 1,      // cuCtxSynchronize
+  Stream = 2,       // cuStreamSynchronize
+  Event = 3,        // cuEventSynchronize
+  StreamWait = 4,   // cuStreamWaitEvent (GPU-side wait; CPU time is the call only)
+  StreamQuery = 5,
+  EventQuery = 6,
+};
+
+struct SyncRec {
+  RecHeader h;
+  int64_t cpu_begin;
+  int64_t cpu_end;
+  uint64_t event;    // CUevent handle, if any
+  uint32_t tid;
+  uint32_t stream;   // stream id, if any
+  uint16_t device;
+  uint16_t api;
+  int32_t result;
+  uint8_t kind;      // SyncKind
+  uint8_t pad[3];
+  uint64_t corr;
+};
+static_assert(sizeof(SyncRec) == 4 + 8 * 3 + 4 * 2 + 2 * 2 + 4 + 4 + 8);
+
+enum class MemOp : uint8_t { Alloc = 1, Free = 2 };
+
+struct MemoryRec {
+  RecHeader h;
+  int64_t cpu_begin;
+  int64_t cpu_end;
+  uint64_t address;
+  uint64_t bytes;    // 0 for Free when unknown: match the address of the Alloc
+  uint32_t tid;
+  uint32_t stream;   // for async (stream-ordered) allocations
+  uint16_t device;
+  uint16_t api;
+  int32_t result;
+  uint8_t op;        // MemOp
+  uint8_t mem_kind;  // MemKind: Device, Pinned (host alloc), Managed
+  uint8_t pad[2];
+};
+static_assert(sizeof(MemoryRec) == 4 + 8 * 4 + 4 * 2 + 2 * 2 + 4 + 4);
+
+struct ApiRec {
+  RecHeader h;
+  int64_t cpu_begin;
+  int64_t cpu_end;
+  uint64_t corr;
+  uint64_t arg;      // main handle argument (event for cuEventRecord, ...)
+  uint32_t tid;
+  uint32_t stream;
+  uint16_t api;
+  uint16_t device;
+  int32_t result;
+};
+static_assert(sizeof(ApiRec) == 4 + 8 * 4 + 4 * 2 + 2 * 2 + 4);
+
+// Per-core utilisation; followed by `ncores` uint16 values in hundredths of a percent.
+struct CpuSampleRec {
+  RecHeader h;
+  int64_t ts;
+  uint16_t ncores;
+  uint16_t total_util;    // whole host, hundredths of a percent (0..10000)
+  uint32_t process_util;  // this process, hundredths of a percent of one core (may exceed 10000)
+};
+static_assert(sizeof(CpuSampleRec) == 20);
+
+struct GpuSampleRec {
+  RecHeader h;
+  int64_t ts;
+  uint16_t device;
+  uint16_t util;      // percent 0..100 (NVML utilization.gpu)
+  uint16_t mem_util;  // percent
+  uint16_t temp_c;
+  uint32_t sm_clock_mhz;
+  uint32_t power_mw;
+  uint64_t mem_used;
+  uint64_t mem_total;
+};
+static_assert(sizeof(GpuSampleRec) == 44);
+
+struct ClockSyncRec {
+  RecHeader h;
+  int64_t monotonic_ns;
+  int64_t realtime_ns;
+};
+static_assert(sizeof(ClockSyncRec) == 20);
+
+struct DroppedRec {
+  RecHeader h;
+  int64_t ts;
+  uint32_t tid;
+  uint32_t pad;
+  uint64_t count;  // records lost on this thread since the previous DroppedRec
+};
+static_assert(sizeof(DroppedRec) == 28);
+
+enum class WindowEdge : uint8_t { Begin = 1, End = 2 };
+
+struct WindowRec {
+  RecHeader h;
+  int64_t ts;
+  uint32_t index;    // 0,1,2,... per file
+  uint32_t reason_id;  // string: "process", "cudaProfilerApi", "nvtx:step_*", "signal", ...
+  uint8_t edge;      // WindowEdge
+  uint8_t pad[3];
+};
+static_assert(sizeof(WindowRec) == 24);
+
+struct EndRec {
+  RecHeader h;
+  int64_t ts;
+  uint64_t records;  // records written before this one
+  uint64_t dropped;  // total records dropped
+  uint32_t flags;    // EndFlags
+};
+static_assert(sizeof(EndRec) == 32);
+
+enum EndFlags : uint32_t {
+  kEndClean = 1 << 0,      // normal shutdown
+  kEndSignal = 1 << 1,     // flushed from a fatal-signal handler
+  kEndWriteError = 1 << 2, // a write failed earlier: blocks are missing
+};
+
+#pragma pack(pop)
+
+// FNV-1a, 32-bit: a small general-purpose hash (not used by the block format).
+inline uint32_t fnv1a32(const void* data, uint64_t n) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  uint32_t h = 2166136261u;
+  for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+// XXH32 with seed 0 (the xxHash 32-bit algorithm, as in the LZ4 frame format): the block
+// checksum. About 7 GB/s on one core, where byte-serial FNV-1a manages under 1 GB/s.
+namespace xxh32_detail {
+inline constexpr uint32_t kP1 = 0x9E3779B1u, kP2 = 0x85EBCA77u, kP3 = 0xC2B2AE3Du,
+                          kP4 = 0x27D4EB2Fu, kP5 = 0x165667B1u;
+inline uint32_t rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+inline uint32_t read32(const unsigned char* p) {  // little-endian hosts only, like the format
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint32_t lane_step(uint32_t acc, uint32_t input) { return rotl(acc + input * kP2, 13) * kP1; }
+}  // namespace xxh32_detail
+
+inline uint32_t xxh32(const void* data, uint64_t n) {
+  using namespace xxh32_detail;
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  const unsigned char* end = p + n;
+  uint32_t h;
+  if (n >= 16) {
+    uint32_t v1 = kP1 + kP2, v2 = kP2, v3 = 0, v4 = 0u - kP1;
+    for (; end - p >= 16; p += 16) {
+      v1 = lane_step(v1, read32(p));
+      v2 = lane_step(v2, read32(p + 4));
+      v3 = lane_step(v3, read32(p + 8));
+      v4 = lane_step(v4, read32(p + 12));
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+  } else {
+    h = kP5;
+  }
+  h += static_cast<uint32_t>(n);
+  for (; end - p >= 4; p += 4) h = rotl(h + read32(p) * kP3, 17) * kP4;
+  for (; p < end; ++p) h = rotl(h + *p * kP5, 11) * kP1;
+  h ^= h >> 15;
+  h *= kP2;
+  h ^= h >> 13;
+  h *= kP3;
+  h ^= h >> 16;
+  return h;
+}
+
+}  // namespace cutrace::fmt

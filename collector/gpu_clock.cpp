@@ -1,0 +1,80 @@
+#include "collector/gpu_clock.h"
+#include <cmath>
+#include "shim/driver.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+
+bool use_context(CUcontext ctx) {
+  static thread_local CUcontext current = nullptr;
+  if (ctx == current) return true;
+  if (driver().cuCtxSetCurrent(ctx) != CUDA_SUCCESS) return false;
+  current = ctx;
+  return true;
+}
+
+GpuClock::Ctx* GpuClock::context(CUcontext ctx) {
+  for (Ctx* c : ctxs_)
+    if (c->ctx == ctx) return c;
+  const Driver& d = driver();
+  if (!d.ok || !ctx || !use_context(ctx)) return nullptr;
+  auto* c = new Ctx();
+  c->ctx = ctx;
+  CUdevice dev = 0;
+  if (d.cuCtxGetDevice) d.cuCtxGetDevice(&dev);
+  c->device = dev;
+  if (d.cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) c->stream = nullptr;
+  for (CUevent& e : c->ev)
+    if (d.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) e = nullptr;
+  ctxs_.push_back(c);
+  anchor(*c);
+  return c;
+}
+
+void GpuClock::forget(CUcontext ctx) {
+  for (size_t i = 0; i < ctxs_.size(); ++i) {
+    if (ctxs_[i]->ctx != ctx) continue;
+    delete ctxs_[i];  // its stream and events die with the context
+    ctxs_.erase(ctxs_.begin() + long(i));
+    return;
+  }
+}
+
+// Records an anchor on the private stream and waits for it: its GPU timestamp corresponds to
+// the host time just after the record call returned.
+bool GpuClock::anchor(Ctx& c) {
+  const Driver& d = driver();
+  int slot = c.count % Ctx::kAnchors;
+  CUevent e = c.ev[slot];
+  if (!e || !c.stream || !use_context(c.ctx)) return false;
+  if (d.cuEventRecord(e, c.stream) != CUDA_SUCCESS) return false;
+  int64_t host = mono_ns();
+  if (d.cuEventSynchronize(e) != CUDA_SUCCESS) return false;
+  c.host[slot] = host;
+  c.last_anchor_ns = host;
+  ++c.count;
+  return true;
+}
+
+void GpuClock::tick(int64_t now_ns) {
+  for (Ctx* c : ctxs_)
+    if (now_ns - c->last_anchor_ns >= 100000000) anchor(*c);
+}
+
+int64_t GpuClock::to_host(Ctx& c, CUevent ev, int64_t hint_ns) {
+  if (c.count == 0 || !ev) return 0;
+  // The newest anchor taken before hint + 50 ms, else the oldest one still kept.
+  int n = c.count < Ctx::kAnchors ? c.count : Ctx::kAnchors;
+  int best = -1;
+  int64_t best_dist = INT64_MAX;
+  for (int i = 0; i < n; ++i) {
+    int slot = (c.count - 1 - i) % Ctx::kAnchors;
+    int64_t dist = c.host[slot] > hint_ns ? c.host[slot] - hint_ns : hint_ns - c.host[slot];
+    if (dist < best_dist) best_dist = dist, best = slot;
+  }
+  float ms = 0;
+  if (driver().cuEventElapsedTime(&ms, c.ev[best], ev) != CUDA_SUCCESS) return 0;
+  return c.host[best] + int64_t(std::llround(double(ms) * 1e6));
+}
+
+}  // namespace cutrace

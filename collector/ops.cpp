@@ -1,0 +1,160 @@
+#include "collector/ops.h"
+#include <algorithm>
+#include "collector/cupti_source.h"
+#include "shim/driver.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+
+uint32_t OpResolver::stream_id(CUstream handle, CUcontext ctx, uint32_t tid, bool per_thread, uint16_t device) {
+  uint64_t h = reinterpret_cast<uint64_t>(handle);
+  uint16_t flags = 0;
+  Key key{h, 0, 0};
+  if (h == 0 && per_thread) h = reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD);
+  if (h == 0) h = reinterpret_cast<uint64_t>(CU_STREAM_LEGACY);
+  if (h == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY)) {
+    key = {h, reinterpret_cast<uint64_t>(ctx), 0};
+    flags = fmt::kStreamLegacyDefault;
+  } else if (h == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD)) {
+    key = {h, reinterpret_cast<uint64_t>(ctx), tid};
+    flags = fmt::kStreamPerThreadDefault;
+  } else {
+    key = {h, 0, 0};
+  }
+  auto it = by_key_.find(key);
+  if (it != by_key_.end()) return it->second->id;
+  auto* s = new Stream();
+  s->id = uint32_t(streams_.size() + 1);
+  s->ctx = ctx;
+  streams_.push_back(s);
+  by_key_.emplace(key, s);
+  fmt::StreamRec r{};
+  r.stream = s->id;
+  r.device = device;
+  r.flags = flags;
+  r.handle = h;
+  w_.add(r, fmt::RecType::Stream);
+  return s->id;
+}
+
+void OpResolver::add(PendingOp&& op) {
+  Stream& s = *streams_[op.op().stream - 1];
+  op.seq = next_seq_++;
+  if (s.wait_seq || s.wait_end) {
+    op.dep_seq = s.wait_seq;
+    op.dep_end = s.wait_end;
+    s.wait_seq = 0, s.wait_end = 0;
+  }
+  s.last_seq = op.seq;
+  // Keep each queue in submission order: a record published late goes before later ones.
+  auto pos = s.q.end();
+  while (pos != s.q.begin() && std::prev(pos)->op().cpu_end > op.op().cpu_end) --pos;
+  s.q.insert(pos, std::move(op));
+  ++pending_;
+}
+
+void OpResolver::event_recorded(CUevent app_event, uint32_t stream_id) {
+  if (!stream_id || stream_id > streams_.size()) return;
+  Stream& s = *streams_[stream_id - 1];
+  if (!s.q.empty()) {
+    marks_[app_event] = {s.q.back().seq, 0};
+    wanted_.insert(s.q.back().seq);
+  } else {
+    marks_[app_event] = {0, s.last_end};
+  }
+}
+
+void OpResolver::stream_waits(uint32_t stream_id, CUevent app_event) {
+  auto it = marks_.find(app_event);
+  if (!stream_id || stream_id > streams_.size() || it == marks_.end()) return;
+  Stream& s = *streams_[stream_id - 1];
+  if (it->second.seq) s.wait_seq = std::max(s.wait_seq, it->second.seq);
+  else s.wait_end = std::max(s.wait_end, it->second.end);
+}
+
+size_t OpResolver::poll(bool all) {
+  constexpr int64_t kGraceNs = 50000000;
+  const int64_t horizon = all ? INT64_MAX : mono_ns() - kGraceNs;
+  for (Stream* s : streams_) {
+    // The completed prefix of the queue, finalized in the order the GPU ran it: threads that
+    // share a stream may have been drained in a slightly different order than they submitted.
+    size_t k = 0;
+    while (k < s->q.size() && s->q[k].op().cpu_end < horizon && resolve(s->q[k])) ++k;
+    if (k == 0) continue;
+    std::stable_sort(s->q.begin(), s->q.begin() + long(k),
+                     [](const PendingOp& a, const PendingOp& b) { return a.end_ns < b.end_ns; });
+    for (size_t i = 0; i < k; ++i) finalize(*s, s->q[i]);
+    s->q.erase(s->q.begin(), s->q.begin() + long(k));
+    pending_ -= k;
+  }
+  if (ends_.size() > 200000) ends_.clear();
+  if (marks_.size() > 200000) marks_.clear();
+  return pending_;
+}
+
+bool OpResolver::resolve(PendingOp& op) {
+  if (op.cupti) {
+    if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns)) return true;
+    return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
+  }
+  if (!op.timed || !op.ev_end || !op.gctx) return true;  // no GPU time to wait for
+  CUresult q = driver().cuEventQuery(op.ev_end);
+  if (q == CUDA_ERROR_NOT_READY) return false;
+  if (op.dep_seq) {
+    auto e = ends_.find(op.dep_seq);
+    if (e != ends_.end()) op.dep_end = std::max(op.dep_end, e->second);
+    else if (wanted_.count(op.dep_seq)) return false;  // the op it waits for is not resolved yet
+  }
+  fmt::OpCommon& c = op.op();
+  op.end_ns = q == CUDA_SUCCESS ? clock_.to_host(*op.gctx, op.ev_end, c.cpu_end) : 0;
+  if (op.end_ns && op.ev_start) op.start_ns = clock_.to_host(*op.gctx, op.ev_start, c.cpu_begin);
+  return true;
+}
+
+// Start = measured start (exact mode) or the host submission time, and never before the end of
+// the previous operation on the stream or of the operation the stream waited for.
+void OpResolver::finalize(Stream& s, PendingOp& op) {
+  if (!op.end_ns) return write(s, op, 0, 0, fmt::kOpNoGpuTime);
+  const fmt::OpCommon& c = op.op();
+  uint16_t flags = 0;
+  int64_t start = op.start_ns;
+  if (op.cupti) return write(s, op, op.start_ns, op.end_ns, 0);  // measured by CUPTI
+  if (!op.ev_start) {
+    // Work starts after its submission: the call's return for async work, unless the work
+    // was already done by then (a long call), and the call's entry for blocking work.
+    start = (op.blocking || c.cpu_end >= op.end_ns) ? c.cpu_begin : c.cpu_end;
+    flags = fmt::kOpInferredStart;
+  }
+  start = std::max({start, s.last_end, op.dep_end});
+  if (start > op.end_ns) start = op.end_ns;
+  write(s, op, start, op.end_ns, flags);
+}
+
+void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags) {
+  fmt::OpCommon& c = op.op();
+  c.gpu_start = start;
+  c.gpu_end = end;
+  c.flags |= flags;
+  if (end) s.last_end = end;
+  if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
+  w_.append(&op.rec);
+  release_events(op);
+}
+
+void OpResolver::release_events(PendingOp& op) {
+  if (recycle_) recycle_(op.owner, op.ctx, op.ev_start, op.ev_end);
+  op.ev_start = op.ev_end = nullptr;
+}
+
+void OpResolver::abandon(CUcontext ctx) {
+  for (Stream* s : streams_) {
+    if (ctx && s->ctx != ctx) continue;
+    for (PendingOp& op : s->q) {
+      write(*s, op, 0, 0, fmt::kOpNoGpuTime);
+      --pending_;
+    }
+    s->q.clear();
+  }
+}
+
+}  // namespace cutrace

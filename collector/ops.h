@@ -1,0 +1,107 @@
+// GPU operations waiting for their completion events, one FIFO per stream (a stream completes
+// its work in order). Default timing mode records only an end event: the start is inferred as
+// the latest of the previous operation's end on the same stream, the end of the operation the
+// stream waits for (cuEventRecord + cuStreamWaitEvent across streams), and the host time the
+// work was submitted, and is flagged as inferred.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+#include "collector/format.h"
+#include "collector/gpu_clock.h"
+#include "collector/writer.h"
+
+namespace cutrace {
+
+struct ThreadState;
+
+union OpRecord {
+  fmt::KernelRec kernel;
+  fmt::MemcpyRec copy;
+  fmt::MemsetRec set;
+};
+
+struct PendingOp {
+  OpRecord rec;              // complete but for gpu_start/gpu_end/flags
+  fmt::RecType type;
+  CUevent ev_start = nullptr, ev_end = nullptr;
+  CUcontext ctx = nullptr;
+  GpuClock::Ctx* gctx = nullptr;
+  ThreadState* owner = nullptr;
+  uint64_t seq = 0;
+  uint64_t dep_seq = 0;      // op this one waits for (cross-stream), 0 = none
+  int64_t dep_end = 0;       // its end, when already known
+  bool blocking = false;     // the host call returned after the work (sync memcpy)
+  bool timed = false;        // GPU times are expected (events recorded, or CUPTI)
+  bool cupti = false;        // ... from CUPTI, by CUPTI's correlation id
+  uint32_t cupti_corr = 0;
+  int64_t end_ns = 0;        // resolved by poll()
+  int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
+  fmt::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
+};
+
+class OpResolver {
+ public:
+  OpResolver(TraceWriter& w, GpuClock& clock) : w_(w), clock_(clock) {}
+
+  // Stream id for a record's stream (emits a Stream record on first sight).
+  uint32_t stream_id(CUstream handle, CUcontext ctx, uint32_t tid, bool per_thread, uint16_t device);
+  void add(PendingOp&& op);
+  void event_recorded(CUevent app_event, uint32_t stream_id);
+  void stream_waits(uint32_t stream_id, CUevent app_event);
+  // Writes every operation whose GPU times are known and that was submitted more than a grace
+  // period ago (a thread preempted between its driver call and publishing the record can
+  // still bring an earlier operation of the same stream); `all` skips the grace period.
+  // Returns how many operations are still pending.
+  size_t poll(bool all = false);
+  // Writes what is left without GPU times (shutdown after the wait, or a context going away).
+  void abandon(CUcontext ctx_or_null);
+  size_t pending() const { return pending_; }
+  // Called once per finished op: its events go back to the owner's pool (or are destroyed)
+  // and the owner loses one reference.
+  using Recycler = void (*)(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b);
+  void set_recycler(Recycler fn) { recycle_ = fn; }
+
+ private:
+  struct Stream {
+    uint32_t id = 0;
+    CUcontext ctx = nullptr;
+    std::deque<PendingOp> q;
+    int64_t last_end = 0;
+    uint64_t last_seq = 0;  // newest op added
+    uint64_t wait_seq = 0;  // pending cross-stream dependency for the next op
+    int64_t wait_end = 0;
+  };
+  struct Key {
+    uint64_t handle, ctx, tid;
+    bool operator==(const Key& o) const { return handle == o.handle && ctx == o.ctx && tid == o.tid; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return k.handle * 0x9E3779B97F4A7C15ull ^ k.ctx * 31 ^ k.tid; }
+  };
+  struct Mark {
+    uint64_t seq;
+    int64_t end;  // known end, or 0 while the op is pending
+  };
+
+  bool resolve(PendingOp& op);  // false while its GPU work (or the op it waits for) is not done
+  void finalize(Stream& s, PendingOp& op);
+  void write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags);
+  void release_events(PendingOp& op);
+
+  TraceWriter& w_;
+  GpuClock& clock_;
+  std::unordered_map<Key, Stream*, KeyHash> by_key_;
+  std::vector<Stream*> streams_;  // index = id - 1
+  std::unordered_map<CUevent, Mark> marks_;      // app event -> op it follows
+  std::unordered_set<uint64_t> wanted_;          // pending ops that some event marks
+  std::unordered_map<uint64_t, int64_t> ends_;   // ends of finalized marked ops
+  uint64_t next_seq_ = 1;
+  size_t pending_ = 0;
+  Recycler recycle_ = nullptr;
+};
+
+}  // namespace cutrace

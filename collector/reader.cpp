@@ -1,0 +1,499 @@
+#include "collector/reader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+
+namespace cutrace {
+namespace {
+
+constexpr size_t kWindow = 4u << 20;  // file read window; grows if one block needs more
+constexpr size_t kScanChunk = 64u << 10;
+constexpr uint32_t kMaxHeaderSize = 1u << 16;
+constexpr char kBlockMagicBytes[4] = {'C', 'B', 'L', 'K'};
+static_assert(fmt::kBlockMagic == ('C' | 'B' << 8 | 'L' << 16 | uint32_t('K') << 24));
+
+bool plausible(const fmt::BlockHeader& h) {
+  return h.magic == fmt::kBlockMagic && h.raw_size <= fmt::kMaxBlockRaw &&
+         h.compressed_size > 0 &&
+         h.compressed_size <= uint32_t(LZ4_compressBound(int(fmt::kMaxBlockRaw)));
+}
+
+const char* find_magic(const char* p, size_t n) {
+  const char* end = p + n - (sizeof kBlockMagicBytes - 1);
+  while (p < end) {
+    p = static_cast<const char*>(memchr(p, kBlockMagicBytes[0], size_t(end - p)));
+    if (!p) return nullptr;
+    if (memcmp(p, kBlockMagicBytes, sizeof kBlockMagicBytes) == 0) return p;
+    ++p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- ByteSource ------------------------------------------------------------------------------
+
+ByteSource::~ByteSource() { close(); }
+
+bool ByteSource::open_file(const std::string& path, std::string* err) {
+  close();
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd_ < 0 || fstat(fd_, &st) != 0) {
+    if (err) *err = "cannot open " + path + ": " + strerror(errno);
+    close();
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (err) *err = "cannot open " + path + ": is a directory";
+    close();
+    return false;
+  }
+  size_ = uint64_t(st.st_size);
+  return true;
+}
+
+void ByteSource::open_memory(std::string_view bytes) {
+  close();
+  mem_ = bytes.data();
+  size_ = bytes.size();
+  seek(0);
+}
+
+void ByteSource::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  mem_ = nullptr;
+  std::vector<char>().swap(buf_);
+  cur_ = end_ = nullptr;
+  pos_ = size_ = 0;
+  error_.clear();
+}
+
+size_t ByteSource::ensure(size_t n) {
+  size_t avail = size_t(end_ - cur_);
+  if (avail >= n || fd_ < 0) return std::min(n, avail);
+  if (buf_.size() < std::max(n, kWindow)) {
+    std::vector<char> bigger(std::max(n, kWindow));
+    if (avail) memcpy(bigger.data(), cur_, avail);
+    buf_.swap(bigger);
+  } else if (avail) {
+    memmove(buf_.data(), cur_, avail);
+  }
+  cur_ = buf_.data();
+  end_ = cur_ + avail;
+  while (avail < n && error_.empty()) {
+    ssize_t got = pread(fd_, buf_.data() + avail, buf_.size() - avail, off_t(pos_ + avail));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) error_ = "read error: " + std::string(strerror(errno));
+    if (got <= 0) break;
+    avail += size_t(got);
+    end_ = cur_ + avail;
+  }
+  return std::min(n, avail);
+}
+
+void ByteSource::consume(size_t n) {
+  cur_ += n;
+  pos_ += n;
+}
+
+void ByteSource::seek(uint64_t pos) {
+  pos_ = std::min(pos, size_);
+  if (mem_) {
+    cur_ = mem_ + pos_;
+    end_ = mem_ + size_;
+  } else {
+    cur_ = end_ = buf_.data();
+  }
+}
+
+// ---- TraceReader: opening --------------------------------------------------------------------
+
+bool TraceReader::open(const std::string& path, std::string* err) {
+  reset(path);
+  return src_.open_file(path, err) && open_source(err);
+}
+
+bool TraceReader::open_memory(std::string_view bytes, const std::string& name, std::string* err) {
+  reset(name);
+  src_.open_memory(bytes);
+  return open_source(err);
+}
+
+void TraceReader::reset(const std::string& path) {
+  close();
+  path_ = path;
+  data_start_ = 0;
+  version_major_ = version_minor_ = 0;
+  status_ = ReadStatus{};
+  next_seq_ = 0;
+  strings_.clear();
+  api_names_.clear();
+  metas_.clear();
+  devices_.clear();
+  streams_.clear();
+  threads_.clear();
+  clock_sync_ = fmt::ClockSyncRec{};
+}
+
+void TraceReader::close() {
+  src_.close();
+  std::vector<char>().swap(block_.raw);
+}
+
+bool TraceReader::open_source(std::string* err) {
+  auto fail = [&](const std::string& msg) {
+    if (err) *err = path_ + ": " + msg;
+    close();
+    return false;
+  };
+  if (src_.size() == 0) return fail("empty file");
+  fmt::FileHeader h{};
+  size_t n = src_.ensure(sizeof h);
+  if (!src_.error().empty()) return fail(src_.error());
+  if (memcmp(src_.data(), fmt::kFileMagic, std::min(n, sizeof h.magic)) != 0) {
+    return fail("not a cutrace trace (bad magic)");
+  }
+  if (n < sizeof h) {
+    return fail("truncated header (" + std::to_string(n) + " of " + std::to_string(sizeof h) +
+                " bytes)");
+  }
+  memcpy(&h, src_.data(), sizeof h);
+  std::string version = std::to_string(h.version_major) + "." + std::to_string(h.version_minor);
+  if (h.version_major > fmt::kVersionMajor) {
+    return fail("trace format version " + version + " is newer than this reader (" +
+                std::to_string(fmt::kVersionMajor) + ".x); upgrade cutrace");
+  }
+  if (h.version_major == 0) return fail("unsupported trace format version " + version);
+  if (h.header_size < sizeof h || h.header_size > kMaxHeaderSize) {
+    return fail("corrupt header (header_size " + std::to_string(h.header_size) + ")");
+  }
+  if (src_.ensure(h.header_size) < h.header_size) return fail("truncated header");
+  version_major_ = h.version_major;
+  version_minor_ = h.version_minor;
+  data_start_ = h.header_size;
+
+  read([](const Record& r) { return is_metadata(r.type()); });
+  if (!src_.error().empty()) return fail(src_.error());
+  status_ = ReadStatus{};
+  return true;
+}
+
+// ---- TraceReader: blocks ---------------------------------------------------------------------
+
+bool TraceReader::next_block() {
+  while (read_block()) {
+    if (fmt::xxh32(block_.raw.data(), block_.size) != block_.checksum) {
+      ++status_.bad_blocks;  // the frame was intact: the next block follows it
+      continue;
+    }
+    ++status_.blocks;
+    count_seq(block_.seq);
+    return true;
+  }
+  return false;
+}
+
+bool TraceReader::read_block() {
+  Block& b = block_;
+  for (;;) {
+    fmt::BlockHeader h;
+    size_t have = src_.ensure(sizeof h);
+    if (have == 0) return false;
+    if (have < sizeof h) {  // cut inside a block header
+      status_.trailing_bytes += have;
+      src_.consume(have);
+      return false;
+    }
+    memcpy(&h, src_.data(), sizeof h);
+    if (!plausible(h)) {
+      ++status_.bad_blocks;
+      resync();
+      continue;
+    }
+    size_t total = sizeof h + h.compressed_size;
+    if (src_.ensure(total) < total) {
+      // Either the file was cut while this block was written, or its size field is damaged:
+      // only a later block magic tells them apart.
+      uint64_t start = src_.pos();
+      if (!resync()) {
+        status_.trailing_bytes += src_.pos() - start;
+        return false;
+      }
+      ++status_.bad_blocks;
+      continue;
+    }
+    if (b.raw.size() < h.raw_size) b.raw.resize(h.raw_size);
+    int got = LZ4_decompress_safe(src_.data() + sizeof h, b.raw.data(), int(h.compressed_size),
+                                  int(h.raw_size));
+    if (got < 0 || uint32_t(got) != h.raw_size) {
+      ++status_.bad_blocks;
+      resync();
+      continue;
+    }
+    src_.consume(total);
+    b.size = h.raw_size;
+    b.checksum = h.checksum;
+    b.seq = h.seq;
+    return true;
+  }
+}
+
+bool TraceReader::resync() {
+  src_.consume(1);
+  for (;;) {
+    size_t have = src_.ensure(kScanChunk);
+    if (have < sizeof kBlockMagicBytes) {
+      src_.consume(have);
+      return false;
+    }
+    if (const char* hit = find_magic(src_.data(), have)) {
+      src_.consume(size_t(hit - src_.data()));
+      return true;
+    }
+    src_.consume(have - (sizeof kBlockMagicBytes - 1));
+  }
+}
+
+void TraceReader::count_seq(uint64_t seq) {
+  if (seq != next_seq_) {
+    ++status_.seq_gaps;
+    if (seq > next_seq_) status_.missing_blocks += seq - next_seq_;
+  }
+  next_seq_ = seq + 1;
+}
+
+// ---- TraceReader: metadata -------------------------------------------------------------------
+
+// Fields of packed records are copied into locals before they meet a container: binding a
+// reference to a misaligned field is undefined behaviour.
+void TraceReader::absorb(const char* p, uint16_t type) {
+  Record rec(p);
+  switch (static_cast<fmt::RecType>(type)) {
+    case fmt::RecType::String: {
+      uint32_t id = rec.as<fmt::StringRec>().id;
+      strings_[id].assign(rec.tail(sizeof(fmt::StringRec)));
+      break;
+    }
+    case fmt::RecType::Meta: {
+      const auto& m = rec.as<fmt::MetaRec>();
+      set_meta(str(m.key_id), str(m.value_id));
+      break;
+    }
+    case fmt::RecType::ApiName: {
+      uint16_t api = rec.as<fmt::ApiNameRec>().api;
+      api_names_[api] = rec.as<fmt::ApiNameRec>().name_id;
+      break;
+    }
+    case fmt::RecType::Thread: {
+      uint32_t tid = rec.as<fmt::ThreadRec>().tid;
+      threads_[tid] = rec.as<fmt::ThreadRec>().name_id;
+      break;
+    }
+    case fmt::RecType::Device: {
+      uint16_t device = rec.as<fmt::DeviceRec>().device;
+      devices_[device] = rec.as<fmt::DeviceRec>();
+      break;
+    }
+    case fmt::RecType::Stream: {
+      uint32_t stream = rec.as<fmt::StreamRec>().stream;
+      streams_[stream] = rec.as<fmt::StreamRec>();
+      break;
+    }
+    case fmt::RecType::ClockSync:
+      if (clock_sync_.h.size == 0) clock_sync_ = rec.as<fmt::ClockSyncRec>();
+      break;
+    case fmt::RecType::Dropped:
+      status_.dropped += rec.as<fmt::DroppedRec>().count;
+      break;
+    case fmt::RecType::End:
+      status_.complete = true;
+      status_.end = rec.as<fmt::EndRec>();
+      break;
+    default:
+      break;
+  }
+}
+
+void TraceReader::set_meta(std::string_view key, std::string_view value) {
+  for (auto& kv : metas_) {
+    if (kv.first == key) {
+      kv.second.assign(value);
+      return;
+    }
+  }
+  metas_.emplace_back(std::string(key), std::string(value));
+}
+
+std::string_view TraceReader::str(uint32_t id) const {
+  if (id == 0) return {};
+  auto it = strings_.find(id);
+  return it == strings_.end() ? std::string_view("(unknown string)") : it->second;
+}
+
+std::string_view TraceReader::api_name(uint16_t api) const {
+  auto it = api_names_.find(api);
+  return it == api_names_.end() ? std::string_view("(unknown api)") : str(it->second);
+}
+
+std::string_view TraceReader::meta(std::string_view key) const {
+  for (const auto& kv : metas_) {
+    if (kv.first == key) return kv.second;
+  }
+  return {};
+}
+
+// ---- names -----------------------------------------------------------------------------------
+
+namespace {
+
+struct TypeName {
+  fmt::RecType type;
+  const char* name;
+};
+constexpr TypeName kTypeNames[] = {
+    {fmt::RecType::String, "String"},       {fmt::RecType::Meta, "Meta"},
+    {fmt::RecType::ApiName, "ApiName"},     {fmt::RecType::Thread, "Thread"},
+    {fmt::RecType::Device, "Device"},       {fmt::RecType::Stream, "Stream"},
+    {fmt::RecType::Kernel, "Kernel"},       {fmt::RecType::Memcpy, "Memcpy"},
+    {fmt::RecType::Memset, "Memset"},       {fmt::RecType::Sync, "Sync"},
+    {fmt::RecType::Memory, "Memory"},       {fmt::RecType::Api, "Api"},
+    {fmt::RecType::CpuSample, "CpuSample"}, {fmt::RecType::GpuSample, "GpuSample"},
+    {fmt::RecType::ClockSync, "ClockSync"}, {fmt::RecType::Dropped, "Dropped"},
+    {fmt::RecType::Window, "Window"},       {fmt::RecType::End, "End"},
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+const char* pick(const char* const* names, size_t count, unsigned index, const char* other) {
+  return index < count ? names[index] : other;
+}
+
+}  // namespace
+
+bool is_metadata(fmt::RecType t) {
+  switch (t) {
+    case fmt::RecType::String:
+    case fmt::RecType::Meta:
+    case fmt::RecType::ApiName:
+    case fmt::RecType::Thread:
+    case fmt::RecType::Device:
+    case fmt::RecType::Stream:
+    case fmt::RecType::ClockSync:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const char* rec_type_name(uint16_t type) {
+  for (const TypeName& t : kTypeNames) {
+    if (static_cast<uint16_t>(t.type) == type) return t.name;
+  }
+  return "Unknown";
+}
+
+bool parse_rec_type(std::string_view name, uint16_t* type) {
+  for (const TypeName& t : kTypeNames) {
+    if (iequals(name, t.name)) {
+      *type = static_cast<uint16_t>(t.type);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* copy_kind_name(uint8_t kind) {
+  static const char* const names[] = {"Unknown", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"};
+  return pick(names, std::size(names), kind, "Unknown");
+}
+
+const char* mem_kind_name(uint8_t kind) {
+  static const char* const names[] = {"unknown", "pageable", "pinned",
+                                      "device",  "managed",  "array"};
+  return pick(names, std::size(names), kind, "unknown");
+}
+
+const char* sync_kind_name(uint8_t kind) {
+  static const char* const names[] = {"unknown",     "context",      "stream",     "event",
+                                      "stream_wait", "stream_query", "event_query"};
+  return pick(names, std::size(names), kind, "unknown");
+}
+
+const char* kernel_kind_name(uint8_t kind) {
+  static const char* const names[] = {"kernel", "cooperative", "graph"};
+  return pick(names, std::size(names), kind, "unknown");
+}
+
+// ---- trace files -----------------------------------------------------------------------------
+
+namespace {
+
+// Natural order: runs of digits compare as numbers, so rank2 sorts before rank10.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (isdigit(static_cast<unsigned char>(a[i])) && isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t i0 = i, j0 = j;
+      while (i < a.size() && isdigit(static_cast<unsigned char>(a[i]))) ++i;
+      while (j < b.size() && isdigit(static_cast<unsigned char>(b[j]))) ++j;
+      std::string_view x = std::string_view(a).substr(i0, i - i0);
+      std::string_view y = std::string_view(b).substr(j0, j - j0);
+      x.remove_prefix(std::min(x.find_first_not_of('0'), x.size()));
+      y.remove_prefix(std::min(y.find_first_not_of('0'), y.size()));
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return a.size() - i < b.size() - j;
+  return a < b;
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> list_trace_files(const std::string& dir_or_file) {
+  struct stat st {};
+  if (stat(dir_or_file.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {dir_or_file};
+  std::vector<std::string> files;
+  DIR* d = opendir(dir_or_file.c_str());
+  if (!d) return files;
+  std::string prefix = dir_or_file;
+  if (prefix.back() != '/') prefix += '/';
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (!ends_with(name, ".cutrace")) continue;
+    std::string path = prefix + name;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) files.push_back(path);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end(), natural_less);
+  return files;
+}
+
+TraceSet::TraceSet(const std::string& dir_or_file)
+    : where_(dir_or_file), files_(list_trace_files(dir_or_file)) {}
+
+}  // namespace cutrace

@@ -1,0 +1,66 @@
+#include "shim/config.h"
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace cutrace {
+
+std::atomic<bool> g_capture_on{false};
+std::atomic<int> g_active_captures{0};
+
+static Config* g_config = new Config();  // never destroyed: used until the last atexit handler
+
+const Config& config() { return *g_config; }
+
+static const char* env(const char* name) {
+  const char* v = getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+void load_config() {
+  Config& c = *g_config;
+  if (const char* v = env("CUTRACE_OUTPUT")) c.out_dir = v;
+  else c.out_dir = "cutrace-trace";
+  if (const char* v = env("CUTRACE_GPU_TIMING")) {
+    if (!strcmp(v, "exact")) c.timing = GpuTiming::Exact;
+    else if (!strcmp(v, "none")) c.timing = GpuTiming::None;
+    else if (!strcmp(v, "cupti")) c.timing = GpuTiming::Cupti;
+    else if (!strcmp(v, "end")) c.timing = GpuTiming::End;
+    else log_warn("CUTRACE_GPU_TIMING=%s not understood (end|exact|cupti|none); using end", v);
+  }
+  if (const char* v = env("CUTRACE_SAMPLE_HZ")) c.sample_hz = atoi(v) < 0 ? 0 : atoi(v);
+  if (c.sample_hz > 1000) c.sample_hz = 1000;
+  c.verbose = env("CUTRACE_VERBOSE") != nullptr;
+  c.enabled = env("CUTRACE_DISABLE") == nullptr;
+  g_capture_on.store(c.enabled, std::memory_order_relaxed);
+}
+
+static void vlog(const char* level, const char* fmt, va_list ap) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof buf, "cutrace[%d] %s: ", int(getpid()), level);
+  if (n < 0) return;
+  int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+  size_t len = size_t(n) + (m < 0 ? 0 : (size_t(m) < sizeof buf - n - 1 ? size_t(m) : sizeof buf - n - 2));
+  buf[len++] = '\n';
+  ssize_t w = write(2, buf, len);
+  (void)w;
+}
+
+void log_warn(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog("warning", fmt, ap);
+  va_end(ap);
+}
+
+void log_info(const char* fmt, ...) {
+  if (!g_config->verbose) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog("info", fmt, ap);
+  va_end(ap);
+}
+
+}  // namespace cutrace

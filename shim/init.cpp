@@ -1,0 +1,24 @@
+// Load-time setup: read the configuration, pick the tick source, prepare for fork. Nothing here
+// touches CUDA, creates threads or files: a process that never uses CUDA stays untouched.
+#include <pthread.h>
+#include "collector/collector.h"
+#include "shim/config.h"
+#include "shim/op.h"
+
+namespace cutrace {
+
+GpuTiming g_timing = GpuTiming::End;
+void choose_tick_source();
+
+namespace {
+void after_fork_child() { collector_after_fork_child(); }
+
+__attribute__((constructor)) void cutrace_init() {
+  load_config();
+  g_timing = config().timing;
+  choose_tick_source();
+  pthread_atfork(nullptr, nullptr, after_fork_child);
+}
+}  // namespace
+
+}  // namespace cutrace

@@ -1,0 +1,124 @@
+// The hot path shared by every wrapper: reserve a ring slot, timestamp, record pool events
+// around GPU work, publish with one release store. No locks, no allocation, no syscalls.
+#pragma once
+#include <cuda.h>
+#include "collector/format.h"
+#include "collector/cupti_source.h"
+#include "shim/binding.h"
+#include "shim/config.h"
+#include "shim/driver.h"
+#include "shim/thread_state.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+
+extern GpuTiming g_timing;  // copy of config().timing, read on the hot path
+
+class Op {
+ public:
+  // False when this call is not recorded: capture off, re-entry, or ring full (counted).
+  bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0) {
+    if (!capture_on() || t_in_shim) return false;
+    ts_ = thread_state();
+    if (!ts_) return false;
+    rec_ = ts_->ring.reserve();
+    if (!rec_) {
+      ts_->dropped.store(ts_->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return false;
+    }
+    t_in_shim = true;
+    rec_->kind = kind;
+    rec_->sub = 0;
+    rec_->api = b.api;
+    rec_->flags = uint16_t(flags | (b.per_thread ? kRawPerThread : 0));
+    rec_->stream = stream;
+    rec_->ev_start = rec_->ev_end = nullptr;
+    rec_->corr = ts_->next_corr();
+    const Driver& d = driver();
+    rec_->ctx = nullptr;
+    if (d.ok) d.cuCtxGetCurrent(&rec_->ctx);
+    rec_->t0 = ticks();
+    return true;
+  }
+
+  RawRecord& rec() { return *rec_; }
+
+  // Before the real call of an operation that runs on the GPU.
+  void gpu_begin() {
+    if (g_timing == GpuTiming::None || !rec_->ctx) return;
+    if (g_active_captures.load(std::memory_order_relaxed) > 0 && stream_capturing()) {
+      rec_->flags |= kRawCaptured;
+      return;
+    }
+    if (g_timing == GpuTiming::Cupti) {
+      rec_->flags |= kRawCupti;
+      cupti_ = true;
+      return;
+    }
+    ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
+                                                                            : rec_->stream;
+    timed_ = true;
+    if (g_timing == GpuTiming::Exact) rec_->ev_start = record_event();
+  }
+
+  // After it: the completion event (only if the driver accepted the work), then publish.
+  CUresult gpu_end(CUresult r) {
+    if (timed_ && r == CUDA_SUCCESS) rec_->ev_end = record_event();
+    if (cupti_) rec_->cupti_corr = cupti_last_correlation();
+    return end(r);
+  }
+
+  CUresult end(CUresult r) {
+    rec_->result = int32_t(r);
+    rec_->t1 = ticks();
+    ts_->ring.commit();
+    t_in_shim = false;
+    return r;
+  }
+
+ private:
+  CUevent record_event() {
+    CUevent e = ts_->take_event(rec_->ctx);
+    if (e && driver().cuEventRecord(e, ev_stream_) != CUDA_SUCCESS) {
+      rec_->flags |= kRawCaptured;  // not usable for timing; the collector recycles it
+    }
+    return e;
+  }
+  bool stream_capturing() const {
+    const Driver& d = driver();
+    auto fn = (rec_->flags & kRawPerThread) ? d.cuStreamIsCapturing_ptsz : d.cuStreamIsCapturing;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return fn && fn(rec_->stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+
+  ThreadState* ts_ = nullptr;
+  RawRecord* rec_ = nullptr;
+  CUstream ev_stream_ = nullptr;
+  bool timed_ = false;
+  bool cupti_ = false;
+};
+
+// Wrapper of an operation that enqueues GPU work: `call(real)` makes the real call.
+template <class PFN, class Fill, class Call>
+inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16_t flags, Fill&& fill,
+                              Call&& call) {
+  PFN real = b.fn<PFN>();
+  Op op;
+  if (!op.begin(b, kind, s, flags)) return call(real);
+  fill(op.rec());
+  op.gpu_begin();
+  return op.gpu_end(call(real));
+}
+
+// Wrapper of a host-side call (sync, memory, event record): CPU times and result only.
+template <class PFN, class Fill, class Call>
+inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call) {
+  PFN real = b.fn<PFN>();
+  Op op;
+  if (!op.begin(b, kind, s)) return call(real);
+  CUresult r = call(real);
+  fill(op.rec(), r);
+  return op.end(r);
+}
+
+}  // namespace cutrace

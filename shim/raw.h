@@ -1,0 +1,53 @@
+// The in-memory record an application thread hands to the collector (one per intercepted call).
+// Fixed size, written into the thread's ring without locks; the collector turns it into the
+// on-disk records of collector/format.h.
+#pragma once
+#include <cuda.h>
+#include <cstdint>
+
+namespace cutrace {
+
+enum class RawKind : uint8_t {
+  Kernel = 1,       // kernel launch or graph launch (sub = fmt::KernelKind)
+  Memcpy = 2,
+  Memset = 3,
+  Sync = 4,         // sub = fmt::SyncKind
+  Memory = 5,       // sub = fmt::MemOp
+  EventRecord = 6,  // the application recorded one of its events: used for cross-stream timing
+  StreamWait = 7,
+  CtxFlush = 8,     // a context is about to be destroyed: resolve its events now
+};
+
+enum RawFlags : uint16_t {
+  kRawPerThread = 1 << 0,  // stream 0 means the per-thread default stream
+  kRawBlocking = 1 << 1,   // the call returns after the GPU work (synchronous memcpy/memset)
+  kRawCaptured = 1 << 2,   // stream was capturing a graph: no events recorded
+  kRawAsync = 1 << 3,
+  kRawCupti = 1 << 4,      // GPU times come from CUPTI, joined on the correlation id
+};
+
+struct alignas(64) RawRecord {
+  RawKind kind;
+  uint8_t sub;
+  uint16_t api;       // index of the traced function (shim/binding.h)
+  int32_t result;     // CUresult returned to the application
+  uint16_t flags;     // RawFlags
+  uint16_t pad;
+  uint32_t cupti_corr;  // CUPTI's correlation id (cupti timing mode)
+  uint64_t t0, t1;    // ticks at call entry and return (shim/ticks.h)
+  uint64_t corr;
+  CUcontext ctx;
+  CUstream stream;
+  CUevent ev_start;   // pool events recorded around the operation (exact mode: both)
+  CUevent ev_end;
+  union {
+    struct { void* func; uint32_t grid[3]; uint32_t block[3]; uint32_t shmem; } kernel;  // func: CUfunction/CUkernel, or CUgraphExec
+    struct { uint64_t bytes; uint64_t src, dst; uint8_t copy_kind, src_kind, dst_kind; } copy;
+    struct { uint64_t bytes; uint32_t value; uint8_t elem; } set;
+    struct { CUevent event; } ev;  // event for Sync(Event/EventQuery), EventRecord, StreamWait
+    struct { uint64_t address, bytes; uint8_t mem_kind; } mem;
+  };
+};
+static_assert(sizeof(RawRecord) == 128, "ring slots are 128 bytes");
+
+}  // namespace cutrace

@@ -1,0 +1,82 @@
+#include "shim/thread_state.h"
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "collector/collector.h"
+#include "shim/config.h"
+#include "shim/driver.h"
+
+namespace cutrace {
+
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread bool t_in_shim __attribute__((tls_model("initial-exec"))) = false;
+
+static std::atomic<ThreadState*> g_head{nullptr};
+static std::atomic<uint32_t> g_next_index{1};
+
+ThreadState* registry_head() { return g_head.load(std::memory_order_acquire); }
+
+bool registry_unlink(ThreadState* prev, ThreadState* s) {
+  ThreadState* next = s->next.load(std::memory_order_acquire);
+  if (prev) {
+    prev->next.store(next, std::memory_order_release);
+    return true;
+  }
+  ThreadState* expected = s;
+  return g_head.compare_exchange_strong(expected, next, std::memory_order_acq_rel);
+}
+
+void registry_reset_after_fork() {
+  // The parent's threads do not exist in the child; their states are abandoned (not freed:
+  // the child may not touch memory another thread was using when fork happened).
+  g_head.store(nullptr, std::memory_order_relaxed);
+  t_state = nullptr;
+}
+
+namespace {
+// Marks the owner's state retired when its thread exits; the collector drains and frees it.
+struct ExitGuard {
+  ~ExitGuard() {
+    if (t_state) t_state->retired.store(true, std::memory_order_release);
+    t_state = nullptr;
+  }
+};
+thread_local ExitGuard t_exit_guard;
+}  // namespace
+
+ThreadState* thread_state_slow() {
+  if (t_in_shim || !collector_ensure_started()) return nullptr;
+  auto* s = new ThreadState();
+  s->tid = uint32_t(syscall(SYS_gettid));
+  s->index = g_next_index.fetch_add(1, std::memory_order_relaxed);
+  ThreadState* head = g_head.load(std::memory_order_relaxed);
+  do {
+    s->next.store(head, std::memory_order_relaxed);
+  } while (!g_head.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
+  (void)&t_exit_guard;  // constructs the guard: its destructor runs at thread exit
+  t_state = s;
+  return s;
+}
+
+EventPool* ThreadState::pool_for(CUcontext ctx) {
+  for (EventPool& p : pools) {
+    CUcontext c = p.ctx.load(std::memory_order_relaxed);
+    if (c == ctx) return &p;
+    if (c == nullptr) {
+      p.ctx.store(ctx, std::memory_order_release);  // the collector starts filling it
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+CUevent ThreadState::take_event(CUcontext ctx) {
+  CUevent e = nullptr;
+  EventPool* p = pool_for(ctx);
+  if (p && p->free.pop(&e)) return e;
+  // Pool empty (first use, or the GPU is far behind): create one here. Rare by design.
+  if (driver().cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+  inline_events.store(inline_events.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return e;
+}
+
+}  // namespace cutrace

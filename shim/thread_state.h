@@ -1,0 +1,57 @@
+// Per-thread state: the ring of raw records and the per-context pools of timing events.
+// Only the owning thread produces into the ring and consumes from the pools; only the collector
+// consumes the ring and refills the pools. No locks on either side.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include "shim/raw.h"
+#include "shim/spsc.h"
+
+namespace cutrace {
+
+inline constexpr int kMaxPoolsPerThread = 4;  // contexts one thread times with pooled events
+inline constexpr size_t kRingSlots = 4096;    // 512 KiB of records per thread
+inline constexpr size_t kPoolSlots = 2048;    // events per (thread, context)
+inline constexpr size_t kPoolTarget = 512;    // the collector tops pools up to this
+
+struct EventPool {
+  std::atomic<CUcontext> ctx{nullptr};  // claimed once by the owning thread
+  SpscRing<CUevent, kPoolSlots> free;   // collector -> owner
+};
+
+struct ThreadState {
+  SpscRing<RawRecord, kRingSlots> ring;  // owner -> collector
+  EventPool pools[kMaxPoolsPerThread];
+  std::atomic<uint64_t> dropped{0};        // records lost because the ring was full
+  std::atomic<uint64_t> inline_events{0};  // events the owner had to create (pool empty)
+  std::atomic<bool> retired{false};        // owner thread exited
+  std::atomic<ThreadState*> next{nullptr};
+  uint32_t tid = 0;
+  uint32_t index = 0;
+  uint64_t seq = 0;  // correlation counter, owner only
+  // Collector-private bookkeeping.
+  uint64_t dropped_reported = 0;
+  uint32_t pending_refs = 0;
+
+  uint64_t next_corr() { return (uint64_t(index) << 40) | ++seq; }
+  CUevent take_event(CUcontext ctx);  // pooled event for ctx; creates one if the pool is empty
+  EventPool* pool_for(CUcontext ctx);
+};
+
+extern __thread ThreadState* t_state __attribute__((tls_model("initial-exec")));
+extern __thread bool t_in_shim __attribute__((tls_model("initial-exec")));
+
+ThreadState* thread_state_slow();
+inline ThreadState* thread_state() {
+  ThreadState* s = t_state;
+  return __builtin_expect(s != nullptr, 1) ? s : thread_state_slow();
+}
+
+// Registry of every live thread's state, newest first. Producers only push at the head.
+ThreadState* registry_head();
+// Collector: unlinks `s` (whose predecessor is `prev`, or nullptr if `s` is the head).
+// Returns false if it could not do so now (a push raced with head removal).
+bool registry_unlink(ThreadState* prev, ThreadState* s);
+void registry_reset_after_fork();
+
+}  // namespace cutrace

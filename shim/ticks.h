@@ -1,0 +1,44 @@
+// Raw ticks for the hot path; the collector converts them to CLOCK_MONOTONIC ns from anchors.
+#pragma once
+#include <cstdint>
+#include <ctime>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace cutrace {
+
+extern bool g_use_tsc;  // chosen once at load: invariant TSC present
+
+inline int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+inline int64_t real_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+inline uint64_t ticks() {
+#if defined(__x86_64__)
+  if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();
+#endif
+  return uint64_t(mono_ns());
+}
+
+// Maps ticks to ns. Updated by the collector only (single thread).
+class TickClock {
+ public:
+  void init();           // first anchor
+  void update();         // new anchor; refines the rate from the first one
+  int64_t to_ns(uint64_t t) const;
+ private:
+  uint64_t t0_ = 0, t_last_ = 0;
+  int64_t ns0_ = 0, ns_last_ = 0;
+  double ns_per_tick_ = 1.0;
+};
+
+}  // namespace cutrace

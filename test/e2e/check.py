@@ -1,0 +1,472 @@
+#!/usr/bin/env python3
+"""End-to-end tests of cutrace on the fake CUDA driver (python3 standard library only).
+
+Each test runs programs of test/e2e/ under `cutrace record` in a fresh temporary directory and
+asserts exact values of `cutrace summary --json`. One line per test: `PASS name` or
+`FAIL name: why`; the last line is `N passed, M failed`; the exit status is 1 if any failed.
+
+    python3 test/e2e/check.py --build build [NAME ...]    (run.sh sets LD_LIBRARY_PATH)
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+MiB = 1 << 20
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+class Failed(Exception):
+    pass
+
+
+class Checks:
+    """Collects every mismatch of a test, so that one FAIL line names all of them."""
+
+    def __init__(self):
+        self.errors = []
+        self.notes = []  # printed to stderr: tolerated, but worth knowing
+
+    def expect(self, cond, msg):
+        if not cond:
+            self.errors.append(msg)
+        return cond
+
+    def equal(self, what, got, want):
+        return self.expect(got == want, f"{what} = {got!r}, expected {want!r}")
+
+    def require(self, cond, msg):  # stops the test: what follows depends on it
+        if not cond:
+            self.errors.append(msg)
+            raise Failed()
+
+
+class Suite:
+    # Launcher variables that set the rank: scrubbed so that only rank_from_launcher_env sets one.
+    RANK_VARS = re.compile(r"^(RANK|LOCAL_RANK|WORLD_SIZE|OMPI_COMM_WORLD_\w+|PMI_\w+|PMIX_\w+|"
+                           r"MPI_LOCALRANKID|SLURM_\w+|CUTRACE_\w+)$")
+
+    def __init__(self, build, keep, strict_means):
+        self.strict_means = strict_means
+        self.build = os.path.abspath(build)
+        self.cutrace = os.path.join(self.build, "bin", "cutrace")
+        self.shim = os.path.join(self.build, "lib", "libcutrace.so")
+        self.fake_dir = os.path.join(self.build, "test", "fake_cuda")
+        self.e2e = os.path.join(self.build, "test", "e2e")
+        self.keep = keep
+        self.root = tempfile.mkdtemp(prefix="cutrace-e2e-")
+        self.env = {k: v for k, v in os.environ.items() if not self.RANK_VARS.match(k)}
+        ld = self.env.get("LD_LIBRARY_PATH", "")
+        if self.fake_dir not in ld.split(":"):
+            self.env["LD_LIBRARY_PATH"] = self.fake_dir + (":" + ld if ld else "")
+        self.env.pop("LD_PRELOAD", None)
+
+    def prog(self, name):
+        return os.path.join(self.e2e, name)
+
+    def tmpdir(self, name):
+        return tempfile.mkdtemp(prefix=name + "-", dir=self.root)
+
+    def run(self, argv, extra_env=None, timeout=60, cwd=None):
+        env = dict(self.env)
+        env.update(extra_env or {})
+        return subprocess.run(argv, env=env, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              errors="replace")
+
+    def record(self, c, out, argv, opts=(), extra_env=None):
+        """`cutrace record -o out [opts] -- argv`; requires exit status 0."""
+        p = self.run([self.cutrace, "record", "-o", out, *opts, "--", *argv], extra_env)
+        c.require(p.returncode == 0,
+                  f"`cutrace record -- {' '.join(os.path.basename(a) for a in argv)}` exited "
+                  f"{p.returncode}: {tail(p.stderr)}")
+        return p
+
+    def summary(self, c, path):
+        """`cutrace summary --json path`; requires exit status 0 and a JSON document."""
+        p = self.run([self.cutrace, "summary", "--json", path])
+        c.require(p.returncode == 0, f"`cutrace summary --json` exited {p.returncode}: {tail(p.stderr)}")
+        try:
+            return json.loads(p.stdout)
+        except ValueError as e:
+            c.require(False, f"`cutrace summary --json` printed no JSON ({e}): {tail(p.stdout)}")
+
+
+def tail(text, n=300):
+    text = " | ".join(line for line in text.strip().splitlines() if line.strip())
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def traces(d):
+    return sorted(f for f in os.listdir(d) if f.endswith(".cutrace")) if os.path.isdir(d) else []
+
+
+def by_name(j):
+    return {k["name"]: k for k in j["kernels"]}
+
+
+def check_counts(c, kernels, want):
+    c.equal("kernel names", sorted(kernels), sorted(want))
+    for name, n in want.items():
+        if name in kernels:
+            c.equal(f"{name} count", kernels[name]["count"], n)
+
+
+SLOW_CALL_NS = 10_000  # a launch call this long was descheduled (normal: ~0.3 us on the fake)
+
+
+def dump_kernels(s, c, trace):
+    """(name, stream, cpu_begin, cpu_end, gpu_start, gpu_end) of each Kernel record (`cutrace dump`)."""
+    p = s.run([s.cutrace, "dump", "--type", "Kernel", trace])
+    c.require(p.returncode == 0, f"`cutrace dump` exited {p.returncode}: {tail(p.stderr)}")
+    pat = re.compile(r'stream=(\d+) .*?cpu=\[(-?\d+)\.\.(-?\d+)\].*? gpu=\[(-?\d+)\.\.(-?\d+)\]'
+                     r'.*? name=#\d+ "([^"]*)"')
+    recs = []
+    for line in p.stdout.splitlines():
+        m = pat.search(line)
+        if m:
+            recs.append((m.group(6), *(int(m.group(i)) for i in range(1, 6))))
+    c.require(recs, f"no Kernel record understood in `cutrace dump` output: {tail(p.stdout)}")
+    return recs
+
+
+def overlaps(recs):
+    """Records that start before the previous one (by end) on their stream ended: the resolver
+    double-counted GPU time. {stream: (count, largest overlap ns)}"""
+    out, by_stream = {}, {}
+    for r in recs:
+        if r[4] and r[5] >= r[4]:
+            by_stream.setdefault(r[1], []).append((r[5], r[4]))
+    for stream, spans in by_stream.items():
+        spans.sort()
+        worst = [prev_end - start for (prev_end, _), (_, start) in zip(spans, spans[1:]) if start < prev_end - 1000]
+        if worst:
+            out[stream] = (len(worst), max(worst))
+    return out
+
+
+def check_means(c, kernels, want_ns, tolerance, s=None, trace=None):
+    """Per-name mean within `tolerance` of the fake duration.
+
+    With a trace (threads: 9 threads on 2 cores), a summary mean that is off gets a second look,
+    because there cutrace cannot know every GPU start: when the launching thread was descheduled
+    inside the call, default timing charges the whole call to the kernel and exact timing the
+    time between its start event and the launch; when the stream was idle, default timing infers
+    the start from the call's return, before the fake driver's 2 us launch latency. The test then
+    passes (with a note on stderr) only if (1) no two records of a stream overlap (the resolver
+    puts each start at or after the previous end; an overlap double-counts GPU time, a bug), and
+    (2) the records whose start is certain (launch call <= 10 us and kernel started after the
+    call returned: the stream was busy, so the start is the previous kernel's end) are >= 80% of
+    the name's launches and their mean is within tolerance. --strict-means turns this off."""
+    off = {n: ns for n, ns in want_ns.items()
+           if n in kernels and abs(kernels[n]["mean_ns"] - ns) > tolerance * ns}
+    if not off:
+        return
+    if not trace or s.strict_means:
+        for name, ns in off.items():
+            k = kernels[name]
+            c.errors.append(f"{name} mean {k['mean_ns']} ns, expected {ns} ns +-{tolerance:.0%} "
+                            f"(min {k['min_ns']}, max {k['max_ns']}, untimed {k['untimed']})")
+        return
+    recs = dump_kernels(s, c, trace)
+    bad_streams = overlaps(recs)
+    for name, ns in off.items():
+        k = kernels[name]
+        mine = [r for r in recs if r[0] == name]
+        sure = [r[5] - r[4] for r in mine if r[3] - r[2] <= SLOW_CALL_NS and r[4] > r[3] and r[5] >= r[4]]
+        slow = [r[3] - r[2] for r in mine if r[3] - r[2] > SLOW_CALL_NS]
+        mean = sum(sure) // len(sure) if sure else 0
+        streams = sorted({r[1] for r in mine})
+        ovl = [bad_streams[st] for st in streams if st in bad_streams]
+        why = (f"{name} mean {k['mean_ns']} ns, expected {ns} ns +-{tolerance:.0%}; "
+               f"{len(slow)} launch call(s) descheduled (longest {max(slow, default=0) / 1e6:.2f} ms); "
+               f"records with a certain start: {len(sure)} of {len(mine)}, mean {mean} ns")
+        if ovl:
+            why += (f"; {sum(n for n, _ in ovl)} record(s) overlap the previous one on their stream "
+                    f"(largest overlap {max(w for _, w in ovl) / 1e6:.3f} ms)")
+        ok = (not ovl and len(mine) == k["count"] and len(sure) >= 0.8 * len(mine)
+              and abs(mean - ns) <= tolerance * ns)
+        (c.notes if ok else c.errors).append(why)
+
+
+# ---- the scenarios ---------------------------------------------------------------------------
+
+ROUTES = {"k_direct": 7, "k_direct_ptsz": 5, "k_dlsym": 6, "k_dlsym_ex": 4, "k_proc": 8,
+          "k_proc_self": 3, "k_proc_ptsz": 2, "k_proc_ex": 9, "k_coop": 2, "CUDA graph #1": 4}
+
+
+@test
+def launch_routes_all_counted(s, c):
+    d = s.tmpdir("routes")
+    p = s.record(c, d, [s.prog("routes")])
+    c.equal("stdout", p.stdout, "routes: OK\n")
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    j = s.summary(c, d)
+    k = by_name(j)
+    check_counts(c, k, ROUTES)
+    for name in ROUTES:
+        if name not in k:
+            continue
+        fake_ns = 60000 if name == "CUDA graph #1" else 20000  # graph: 3 nodes of 20 us
+        c.equal(f"{name} untimed", k[name]["untimed"], 0)
+        c.expect(k[name]["min_ns"] >= fake_ns - 1000,
+                 f"{name} min {k[name]['min_ns']} ns < {fake_ns - 1000} ns")
+        c.expect(abs(k[name]["mean_ns"] - fake_ns) <= 0.05 * fake_ns,
+                 f"{name} mean {k[name]['mean_ns']} ns, expected {fake_ns} ns +-5%")
+    c.equal("api_errors", j["api_errors"], 0)
+    c.equal("captured_ops", j["captured_ops"], 0)
+
+
+THREADS_COUNTS = {"k_thread0": 4000, "k_thread1": 4000, "k_thread2": 4000, "k_thread3": 4000, "k_ptds": 800}
+THREADS_NS = {"k_thread0": 5000, "k_thread1": 10000, "k_thread2": 20000, "k_thread3": 40000, "k_ptds": 3000}
+
+
+def threads_case(s, c, opts):
+    d = s.tmpdir("threads")
+    p = s.record(c, d, [s.prog("threads")], opts)
+    c.equal("stdout", p.stdout, "threads: OK\n")
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    j = s.summary(c, d)
+    k = by_name(j)
+    check_counts(c, k, THREADS_COUNTS)
+    c.equal("total launches", sum(x["count"] for x in j["kernels"]), 16800)
+    c.equal("dropped_records", j["dropped_records"], 0)
+    # No min/max: two threads sharing a stream make single records ambiguous; means are exact.
+    check_means(c, k, THREADS_NS, 0.03, s, os.path.join(d, traces(d)[0]))
+
+
+@test
+def threads_shared_streams_counted(s, c):
+    threads_case(s, c, [])
+
+
+@test
+def threads_exact_timing(s, c):
+    threads_case(s, c, ["--gpu-timing", "exact"])
+
+
+@test
+def copies_kinds_bytes_and_data(s, c):
+    d = s.tmpdir("copies")
+    p = s.record(c, d, [s.prog("copies")])  # exit status 0: the program checked its data
+    c.equal("stdout", p.stdout, "copies: OK\n")
+    j = s.summary(c, d)
+    want_copies = {"HtoD": (6, 6 * MiB), "DtoH": (4, 3 * MiB + 16), "DtoD": (2, 2 * MiB),
+                   "HtoH": (1, 1 * MiB), "PtoP": (0, 0)}
+    c.equal("memcpy kinds", sorted(j["memcpy"]), sorted(want_copies))
+    for kind, (n, nbytes) in want_copies.items():
+        got = j["memcpy"].get(kind, {})
+        c.equal(f"memcpy {kind} count", got.get("count"), n)
+        c.equal(f"memcpy {kind} bytes", got.get("bytes"), nbytes)
+        c.equal(f"memcpy {kind} untimed", got.get("untimed"), 0)
+    c.equal("memset count", j["memset"]["count"], 5)  # D8 x2, D32 x2, D2D8 x1, 1 MiB each
+    c.equal("memset bytes", j["memset"]["bytes"], 5 * MiB)
+    c.equal("memset untimed", j["memset"]["untimed"], 0)
+    want_syncs = {"context": 2, "stream": 3, "event": 1, "stream_wait": 1, "stream_query": 0, "event_query": 0}
+    c.equal("sync kinds", sorted(j["syncs"]), sorted(want_syncs))
+    for kind, n in want_syncs.items():
+        c.equal(f"sync {kind} count", j["syncs"].get(kind, {}).get("count"), n)
+    c.equal("kernels", j["kernels"], [])
+    c.equal("api_errors", j["api_errors"], 0)
+
+
+@test
+def app_exit_code_and_output_unchanged(s, c):
+    for prog, status in (("copies", 0), ("exit_code", 3)):
+        plain = s.run([s.prog(prog)])
+        c.equal(f"{prog} exit status without cutrace", plain.returncode, status)
+        d = s.tmpdir(prog)
+        traced = s.run([s.cutrace, "record", "-o", d, "--", s.prog(prog)])
+        c.equal(f"{prog} exit status under cutrace record", traced.returncode, plain.returncode)
+        c.expect(plain.stdout != "", f"{prog} printed nothing")
+        c.equal(f"{prog} stdout under cutrace record", traced.stdout, plain.stdout)
+        preloaded = s.run([s.prog(prog)], {"LD_PRELOAD": s.shim, "CUTRACE_OUTPUT": s.tmpdir(prog)})
+        c.equal(f"{prog} exit status with LD_PRELOAD", preloaded.returncode, plain.returncode)
+        c.equal(f"{prog} stdout with LD_PRELOAD", preloaded.stdout, plain.stdout)
+        if prog == "exit_code" and c.equal("exit_code trace files", len(traces(d)), 1):
+            j = s.summary(c, d)  # exit() without cleanup still writes the whole trace
+            c.equal("exit_code kernels", [(k["name"], k["count"]) for k in j["kernels"]], [("k_before_exit", 1)])
+            c.equal("exit_code trace complete", j["ranks"][0]["complete"], True)
+
+
+@test
+def no_cuda_process_writes_nothing(s, c):
+    d = os.path.join(s.tmpdir("nocuda"), "out")
+    p = s.run([s.cutrace, "record", "-o", d, "--", "sh", "-c", "echo hi; ls / >/dev/null"])
+    c.equal("exit status", p.returncode, 0)
+    c.equal("stdout", p.stdout, "hi\n")
+    c.equal("trace files", traces(d), [])
+    c.expect("0 trace files" in p.stderr, f"stderr does not say '0 trace files': {tail(p.stderr)}")
+
+
+@test
+def child_processes_each_get_a_file(s, c):
+    d = s.tmpdir("children")
+    p = s.record(c, d, ["sh", "-c", f"{s.prog('routes')} && {s.prog('copies')}"])
+    c.equal("stdout", p.stdout, "routes: OK\ncopies: OK\n")
+    c.require(len(traces(d)) == 2, f"trace files {traces(d)}, expected 2")
+    c.expect("2 trace files" in p.stderr, f"stderr does not say '2 trace files': {tail(p.stderr)}")
+    j = s.summary(c, d)
+    pids = [r["pid"] for r in j["ranks"]]
+    c.equal("ranks", len(pids), 2)
+    c.expect(len(set(pids)) == 2 and 0 not in pids, f"pids {pids} are not two distinct pids")
+    for r in j["ranks"]:
+        c.expect(f".pid{r['pid']}." in os.path.basename(r["file"]), f"pid {r['pid']} not in file name {r['file']}")
+        c.equal(f"{os.path.basename(r['file'])} complete", r["complete"], True)
+    c.equal("memcpy HtoD count (copies)", j["memcpy"]["HtoD"]["count"], 6)
+    c.equal("CUDA graph #1 count (routes)", by_name(j).get("CUDA graph #1", {}).get("count"), 4)
+
+
+@test
+def unwritable_output_dir_is_a_clear_error(s, c):
+    bad = "/proc/nonexistent/x"
+    p = s.run([s.cutrace, "record", "-o", bad, "--", "true"])
+    c.equal("cutrace record exit status", p.returncode, 2)
+    c.expect(bad in p.stderr, f"message does not name {bad}: {tail(p.stderr)}")
+    p = s.run([s.prog("routes")], {"LD_PRELOAD": s.shim, "CUTRACE_OUTPUT": "/proc/x"})
+    c.equal("routes exit status with CUTRACE_OUTPUT=/proc/x", p.returncode, 0)
+    c.equal("routes stdout", p.stdout, "routes: OK\n")
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    c.expect(len(lines) == 1 and "/proc/x" in lines[0] and "warning" in lines[0],
+             f"expected one warning naming /proc/x on stderr, got: {tail(p.stderr)}")
+
+
+@test
+def rank_from_launcher_env(s, c):
+    d = s.tmpdir("rank")
+    s.record(c, d, [s.prog("routes")], extra_env={"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4"})
+    files = traces(d)
+    c.require(len(files) == 1, f"trace files {files}, expected 1")
+    c.expect("rank3" in files[0], f"file name {files[0]} does not contain rank3")
+    j = s.summary(c, d)
+    c.equal("ranks[0].rank", j["ranks"][0]["rank"], 3)
+
+
+def block_offsets(path):
+    """(offset, total size) of each block: FileHeader (header_size at byte 12), then
+    BlockHeader {magic "CBLK", compressed_size, raw_size, checksum, seq} (24 bytes) + LZ4 bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"CUTRACE\0":
+        return []
+    (pos,) = struct.unpack_from("<I", data, 12)
+    blocks = []
+    while pos + 24 <= len(data) and data[pos:pos + 4] == b"CBLK":
+        (compressed,) = struct.unpack_from("<I", data, pos + 4)
+        blocks.append((pos, 24 + compressed))
+        pos += 24 + compressed
+    return blocks
+
+
+@test
+def truncated_trace_still_reads(s, c):
+    d = s.tmpdir("truncated")
+    s.record(c, d, [s.prog("threads")])
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    full = s.summary(c, d)
+    src = os.path.join(d, traces(d)[0])
+    blocks = block_offsets(src)
+    c.require(len(blocks) >= 2, f"{len(blocks)} blocks in the threads trace, need >= 2 to cut the last")
+    cut_dir = s.tmpdir("cut")
+    dst = os.path.join(cut_dir, "cut.cutrace")
+    last_off, last_size = blocks[-1]
+    with open(src, "rb") as f:
+        data = f.read(last_off + last_size // 2)  # up to the middle of the last block
+    with open(dst, "wb") as f:
+        f.write(data)
+    p = s.run([s.cutrace, "summary", "--json", dst])
+    c.require(p.returncode == 0, f"summary of the cut trace exited {p.returncode}: {tail(p.stderr)}")
+    j = json.loads(p.stdout)
+    r = j["ranks"][0]
+    c.equal("cut trace complete", r["complete"], False)
+    c.equal("full trace complete", full["ranks"][0]["complete"], True)
+    c.equal("cut trace pid (from its first block)", r["pid"], full["ranks"][0]["pid"])
+    c.expect(0 < j["records"] < full["records"],
+             f"cut trace has {j['records']} records, expected some but fewer than {full['records']}")
+    launches = sum(k["count"] for k in j["kernels"])
+    c.expect(0 < launches < 16800, f"cut trace has {launches} launches, expected 1..16799")
+    t = s.run([s.cutrace, "summary", dst])
+    c.equal("text summary exit status", t.returncode, 0)
+    c.expect("truncated" in t.stdout, f"text summary does not say truncated: {tail(t.stdout)}")
+
+
+@test
+def corrupt_or_foreign_file_is_a_clear_error(s, c):
+    d = s.tmpdir("corrupt")
+    rng = random.Random(1234)
+    cases = {"random bytes": bytes(rng.randrange(256) for _ in range(64 << 10)),
+             "empty file": b"",
+             "text file": b"kernel k 1000\n" * 100,
+             "future format version": b"CUTRACE\0" + struct.pack("<HHI", 2, 0, 16) + b"\0" * 64}
+    for what, content in cases.items():
+        path = os.path.join(d, what.replace(" ", "_"), "x.cutrace")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "wb") as f:
+            f.write(content)
+        for args in (["summary", "--json", path], ["summary", path], ["dump", path]):
+            p = s.run([s.cutrace, *args])
+            what_cmd = f"cutrace {' '.join(args[:-1])} on {what}"
+            c.expect(0 < p.returncode < 128, f"{what_cmd} exited {p.returncode}, expected 1..127")
+            c.expect(path in p.stderr, f"{what_cmd}: message does not name the file: {tail(p.stderr)}")
+            c.expect(not re.search(r"terminate called|Segmentation|Aborted|exception", p.stderr),
+                     f"{what_cmd} crashed: {tail(p.stderr)}")
+
+
+# ---- runner ----------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.environ.get("BUILD", "build"), help="build directory")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
+    ap.add_argument("--strict-means", action="store_true",
+                    help="threads: the summary means alone decide (see check_means)")
+    ap.add_argument("names", nargs="*", help="run only these tests")
+    a = ap.parse_args()
+    unknown = set(a.names) - {t.__name__ for t in TESTS}
+    if unknown:
+        sys.exit(f"check.py: unknown test(s) {sorted(unknown)}; known: {[t.__name__ for t in TESTS]}")
+    s = Suite(a.build, a.keep, a.strict_means)
+    passed = failed = 0
+    try:
+        for t in TESTS:
+            if a.names and t.__name__ not in a.names:
+                continue
+            c = Checks()
+            try:
+                t(s, c)
+            except Failed:
+                pass
+            except subprocess.TimeoutExpired as e:
+                c.errors.append(f"timed out after {e.timeout} s: {e.cmd}")
+            except Exception as e:  # a bug in the test or an unexpected output shape
+                c.errors.append(f"{type(e).__name__}: {e}")
+            if c.errors:
+                failed += 1
+                print(f"FAIL {t.__name__}: " + "; ".join(c.errors), flush=True)
+            else:
+                passed += 1
+                print(f"PASS {t.__name__}", flush=True)
+            for note in c.notes:
+                print(f"note {t.__name__}: {note}", file=sys.stderr, flush=True)
+    finally:
+        if a.keep:
+            print(f"(temporary files kept in {s.root})", file=sys.stderr)
+        else:
+            shutil.rmtree(s.root, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

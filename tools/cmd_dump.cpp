@@ -1,0 +1,336 @@
+// `cutrace dump FILE [--limit N] [--type NAME]`: the header, the metadata, one line per record
+// with every field (names resolved, times in ns plus a column relative to the process start)
+// and the file status.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "collector/reader.h"
+#include "tools/commands.h"
+#include "tools/format_util.h"
+
+namespace {
+
+namespace tf = cutrace::fmt;
+using cutrace::Record;
+using cutrace::TraceReader;
+using cutrace::tools::quote;
+
+// fmt::format binding its arguments by value: fields of packed records may be misaligned, and
+// a reference bound to one is undefined behaviour.
+template <class... T>
+std::string format_copies(fmt::format_string<T...> f, T... args) {
+  return fmt::format(f, args...);
+}
+
+struct Options {
+  std::string path;
+  uint64_t limit = 0;  // 0: no limit
+  std::string type;
+};
+
+std::string flag_names(uint32_t flags, const std::pair<uint32_t, const char*>* names, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(flags & names[i].first)) continue;
+    if (!out.empty()) out += '|';
+    out += names[i].second;
+    flags &= ~names[i].first;
+  }
+  if (flags) out += format_copies("{}{:#x}", out.empty() ? "" : "|", flags);
+  return out.empty() ? "0" : out;
+}
+
+std::string op_flags(uint16_t flags) {
+  static const std::pair<uint32_t, const char*> names[] = {
+      {tf::kOpInferredStart, "inferred_start"}, {tf::kOpNoGpuTime, "no_gpu_time"},
+      {tf::kOpCaptured, "captured"},            {tf::kOpError, "error"},
+      {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"}};
+  return flag_names(flags, names, std::size(names));
+}
+
+std::string end_flags(uint32_t flags) {
+  static const std::pair<uint32_t, const char*> names[] = {
+      {tf::kEndClean, "clean"}, {tf::kEndSignal, "signal"}, {tf::kEndWriteError, "write_error"}};
+  return flag_names(flags, names, std::size(names));
+}
+
+std::string uuid_text(const uint8_t* u) {
+  std::string hex;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
+    hex += format_copies("{:02x}", u[i]);
+  }
+  return "GPU-" + hex;
+}
+
+// Formats every field of a record; names come from the reader's string table.
+class RecordPrinter {
+ public:
+  explicit RecordPrinter(const TraceReader& r) : r_(r) {}
+
+  std::string fields(const Record& rec) const;
+  static int64_t timestamp(const Record& rec);  // 0 when the record has none
+
+ private:
+  std::string s(uint32_t id) const { return format_copies("#{} {}", id, quote(r_.str(id))); }
+  std::string api(uint16_t id) const { return format_copies("#{} {}", id, quote(r_.api_name(id))); }
+  std::string cpu(int64_t b, int64_t e) const {
+    return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, e - b);
+  }
+  std::string op(const tf::OpCommon& o) const;
+  std::string metadata(const Record& rec) const;
+  std::string operation(const Record& rec) const;
+  std::string sample(const Record& rec) const;
+
+  const TraceReader& r_;
+};
+
+std::string RecordPrinter::op(const tf::OpCommon& o) const {
+  return format_copies(
+      "corr={} tid={} stream={} device={} api={} {} gpu=[{}..{}] gpu_dur={} flags={} result={}",
+      o.corr, o.tid, o.stream, o.device, api(o.api), cpu(o.cpu_begin, o.cpu_end), o.gpu_start,
+      o.gpu_end, o.gpu_start && o.gpu_end ? o.gpu_end - o.gpu_start : 0, op_flags(o.flags),
+      o.result);
+}
+
+std::string RecordPrinter::metadata(const Record& rec) const {
+  switch (rec.type()) {
+    case tf::RecType::String:
+      return format_copies("id={} text={}", rec.as<tf::StringRec>().id,
+                         quote(rec.tail(sizeof(tf::StringRec))));
+    case tf::RecType::Meta: {
+      const auto& m = rec.as<tf::MetaRec>();
+      return format_copies("key={} value={}", s(m.key_id), s(m.value_id));
+    }
+    case tf::RecType::ApiName: {
+      const auto& a = rec.as<tf::ApiNameRec>();
+      return format_copies("api={} name={}", a.api, s(a.name_id));
+    }
+    case tf::RecType::Thread: {
+      const auto& t = rec.as<tf::ThreadRec>();
+      return format_copies("tid={} name={}", t.tid, s(t.name_id));
+    }
+    case tf::RecType::Device: {
+      const auto& d = rec.as<tf::DeviceRec>();
+      return format_copies("device={} name={} cc={}.{} sm_count={} total_mem={} uuid={} pci_bus={}",
+                         d.device, s(d.name_id), d.cc_major, d.cc_minor, d.sm_count, d.total_mem,
+                         uuid_text(d.uuid), d.pci_bus);
+    }
+    case tf::RecType::Stream: {
+      const auto& st = rec.as<tf::StreamRec>();
+      return format_copies("stream={} device={} flags={:#x} handle={:#x}", st.stream, st.device,
+                         st.flags, st.handle);
+    }
+    default:
+      return {};
+  }
+}
+
+std::string RecordPrinter::operation(const Record& rec) const {
+  switch (rec.type()) {
+    case tf::RecType::Kernel: {
+      const auto& k = rec.as<tf::KernelRec>();
+      return format_copies(
+          "{} name={} grid=({},{},{}) block=({},{},{}) dyn_smem={} static_smem={} regs={} "
+          "kind={} graph_id={}",
+          op(k.op), s(k.name_id), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+          k.block[2], k.dyn_smem, k.static_smem, k.regs, cutrace::kernel_kind_name(k.kind),
+          k.graph_id);
+    }
+    case tf::RecType::Memcpy: {
+      const auto& m = rec.as<tf::MemcpyRec>();
+      return format_copies("{} bytes={} copy_kind={} src_kind={} dst_kind={} src_device={} "
+                         "dst_device={}",
+                         op(m.op), m.bytes, cutrace::copy_kind_name(m.copy_kind),
+                         cutrace::mem_kind_name(m.src_kind), cutrace::mem_kind_name(m.dst_kind),
+                         m.src_device, m.dst_device);
+    }
+    case tf::RecType::Memset: {
+      const auto& m = rec.as<tf::MemsetRec>();
+      return format_copies("{} bytes={} value={:#x} element_size={}", op(m.op), m.bytes, m.value,
+                         m.element_size);
+    }
+    case tf::RecType::Sync: {
+      const auto& y = rec.as<tf::SyncRec>();
+      return format_copies("kind={} corr={} tid={} stream={} device={} api={} {} event={:#x} "
+                         "result={}",
+                         cutrace::sync_kind_name(y.kind), y.corr, y.tid, y.stream, y.device,
+                         api(y.api), cpu(y.cpu_begin, y.cpu_end), y.event, y.result);
+    }
+    case tf::RecType::Memory: {
+      const auto& m = rec.as<tf::MemoryRec>();
+      const char* what = m.op == uint8_t(tf::MemOp::Alloc) ? "alloc"
+                         : m.op == uint8_t(tf::MemOp::Free) ? "free" : "unknown";
+      return format_copies("op={} mem_kind={} address={:#x} bytes={} tid={} stream={} device={} "
+                         "api={} {} result={}",
+                         what, cutrace::mem_kind_name(m.mem_kind), m.address, m.bytes, m.tid,
+                         m.stream, m.device, api(m.api), cpu(m.cpu_begin, m.cpu_end), m.result);
+    }
+    case tf::RecType::Api: {
+      const auto& a = rec.as<tf::ApiRec>();
+      return format_copies("api={} corr={} tid={} stream={} device={} {} arg={:#x} result={}",
+                         api(a.api), a.corr, a.tid, a.stream, a.device,
+                         cpu(a.cpu_begin, a.cpu_end), a.arg, a.result);
+    }
+    default:
+      return {};
+  }
+}
+
+std::string RecordPrinter::sample(const Record& rec) const {
+  switch (rec.type()) {
+    case tf::RecType::CpuSample: {
+      const auto& c = rec.as<tf::CpuSampleRec>();
+      std::string_view tail = rec.tail(sizeof(tf::CpuSampleRec));
+      size_t n = std::min<size_t>(c.ncores, tail.size() / 2);
+      std::string cores;
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t v;
+        std::memcpy(&v, tail.data() + 2 * i, sizeof v);
+        cores += format_copies("{}{:.2f}", i ? "," : "", v / 100.0);
+      }
+      return format_copies("ts={} ncores={} total_util={:.2f}% process_util={:.2f}% cores=[{}]",
+                         c.ts, c.ncores, c.total_util / 100.0, c.process_util / 100.0, cores);
+    }
+    case tf::RecType::GpuSample: {
+      const auto& g = rec.as<tf::GpuSampleRec>();
+      return format_copies("ts={} device={} util={}% mem_util={}% temp_c={} sm_clock_mhz={} "
+                         "power_mw={} mem_used={} mem_total={}",
+                         g.ts, g.device, g.util, g.mem_util, g.temp_c, g.sm_clock_mhz,
+                         g.power_mw, g.mem_used, g.mem_total);
+    }
+    case tf::RecType::ClockSync: {
+      const auto& c = rec.as<tf::ClockSyncRec>();
+      return format_copies("monotonic_ns={} realtime_ns={}", c.monotonic_ns, c.realtime_ns);
+    }
+    case tf::RecType::Dropped: {
+      const auto& d = rec.as<tf::DroppedRec>();
+      return format_copies("ts={} tid={} count={}", d.ts, d.tid, d.count);
+    }
+    case tf::RecType::Window: {
+      const auto& w = rec.as<tf::WindowRec>();
+      const char* edge = w.edge == uint8_t(tf::WindowEdge::Begin) ? "begin"
+                         : w.edge == uint8_t(tf::WindowEdge::End) ? "end" : "unknown";
+      return format_copies("ts={} index={} reason={} edge={}", w.ts, w.index, s(w.reason_id), edge);
+    }
+    case tf::RecType::End: {
+      const auto& e = rec.as<tf::EndRec>();
+      return format_copies("ts={} records={} dropped={} flags={}", e.ts, e.records, e.dropped,
+                         end_flags(e.flags));
+    }
+    default:
+      return {};
+  }
+}
+
+std::string RecordPrinter::fields(const Record& rec) const {
+  uint16_t t = rec.type_raw();
+  std::string out = t < uint16_t(tf::RecType::Kernel)      ? metadata(rec)
+                    : t < uint16_t(tf::RecType::CpuSample) ? operation(rec)
+                                                           : sample(rec);
+  if (!out.empty()) return out;
+  return format_copies("type={} size={} (unknown record type)", t, rec.size());
+}
+
+int64_t RecordPrinter::timestamp(const Record& rec) {
+  switch (rec.type()) {
+    case tf::RecType::Kernel: return rec.as<tf::KernelRec>().op.cpu_begin;
+    case tf::RecType::Memcpy: return rec.as<tf::MemcpyRec>().op.cpu_begin;
+    case tf::RecType::Memset: return rec.as<tf::MemsetRec>().op.cpu_begin;
+    case tf::RecType::Sync: return rec.as<tf::SyncRec>().cpu_begin;
+    case tf::RecType::Memory: return rec.as<tf::MemoryRec>().cpu_begin;
+    case tf::RecType::Api: return rec.as<tf::ApiRec>().cpu_begin;
+    case tf::RecType::CpuSample: return rec.as<tf::CpuSampleRec>().ts;
+    case tf::RecType::GpuSample: return rec.as<tf::GpuSampleRec>().ts;
+    case tf::RecType::ClockSync: return rec.as<tf::ClockSyncRec>().monotonic_ns;
+    case tf::RecType::Dropped: return rec.as<tf::DroppedRec>().ts;
+    case tf::RecType::Window: return rec.as<tf::WindowRec>().ts;
+    case tf::RecType::End: return rec.as<tf::EndRec>().ts;
+    default: return 0;
+  }
+}
+
+void print_header(const TraceReader& r) {
+  std::printf("file      %s (%llu bytes)\n", r.path().c_str(),
+              static_cast<unsigned long long>(r.file_size()));
+  std::printf("format    %u.%u\n", r.version_major(), r.version_minor());
+  const char* label = "meta";
+  for (const auto& [key, value] : r.metas()) {
+    std::printf("%-9s %s = %s\n", label, key.c_str(), quote(value).c_str());
+    label = "";
+  }
+}
+
+void print_status(const TraceReader& r) {
+  const cutrace::ReadStatus& s = r.status();
+  std::string line = s.complete ? "complete" : "truncated (no End record: the process did not "
+                                               "close the trace)";
+  line += format_copies("; blocks={} bad_blocks={} seq_gaps={} missing_blocks={} records={} "
+                      "bad_records={} trailing_bytes={} dropped_records={}",
+                      s.blocks, s.bad_blocks, s.seq_gaps, s.missing_blocks, s.records,
+                      s.bad_records, s.trailing_bytes, s.dropped);
+  if (s.complete) {
+    line += format_copies("; end: records={} dropped={} flags={}", s.end.records, s.end.dropped,
+                        end_flags(s.end.flags));
+  }
+  std::printf("status    %s\n", line.c_str());
+}
+
+int run(const Options& o) {
+  TraceReader r;
+  std::string err;
+  if (!r.open(o.path, &err)) {
+    std::fprintf(stderr, "cutrace: %s\n", err.c_str());
+    return 1;
+  }
+  uint16_t only = 0;
+  bool filter = !o.type.empty() && cutrace::parse_rec_type(o.type, &only);
+  int64_t base = std::atoll(std::string(r.meta("start_monotonic_ns")).c_str());
+
+  print_header(r);
+  std::printf("%9s %18s %-9s %s\n", "#", "rel_ms", "type", "fields");
+  RecordPrinter printer(r);
+  uint64_t index = 0, shown = 0;
+  r.read([&](const Record& rec) {
+    uint64_t i = index++;
+    int64_t ts = RecordPrinter::timestamp(rec);
+    if (ts && !base) base = ts;
+    if ((filter && rec.type_raw() != only) || (o.limit && shown >= o.limit)) return;
+    ++shown;
+    std::string rel = ts ? format_copies("{:+.6f}", (ts - base) / 1e6) : "";
+    std::printf("%9llu %18s %-9s %s\n", static_cast<unsigned long long>(i), rel.c_str(),
+                cutrace::rec_type_name(rec.type_raw()), printer.fields(rec).c_str());
+  });
+  print_status(r);
+  if (!r.error().empty()) {
+    std::fprintf(stderr, "cutrace: %s: %s\n", r.path().c_str(), r.error().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_dump_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand("dump", "Print every record of one trace file");
+  sub->add_option("file", o->path, "a .cutrace file")->required();
+  sub->add_option("--limit", o->limit, "print at most N records (the status still covers all)");
+  sub->add_option("--type", o->type, "print only records of this type (Kernel, Memcpy, ...)")
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            uint16_t t;
+            return cutrace::parse_rec_type(name, &t) ? "" : "unknown record type " + name;
+          },
+          "TYPE"));
+  sub->callback([o] {
+    if (int rc = run(*o)) throw CLI::RuntimeError(rc);
+  });
+}

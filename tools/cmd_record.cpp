@@ -1,0 +1,153 @@
+// cutrace record -o DIR [options] -- COMMAND [ARGS...]
+// Runs COMMAND with the shim preloaded; every process of it that uses CUDA writes one trace
+// file into DIR. The exit status is COMMAND's.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/commands.h"
+
+namespace {
+
+struct RecordOptions {
+  std::string out = "cutrace-trace";
+  std::string gpu_timing = "end";
+  int sample_hz = 10;
+  bool verbose = false;
+  std::vector<std::string> command;
+};
+
+pid_t g_child = -1;
+
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+// The shim: $CUTRACE_SHIM, else ../lib/libcutrace.so next to this binary.
+std::string find_shim() {
+  if (const char* e = getenv("CUTRACE_SHIM")) return e;
+  std::string p = self_dir() + "/../lib/libcutrace.so";
+  char real[PATH_MAX];
+  return realpath(p.c_str(), real) ? std::string(real) : p;
+}
+
+std::string absolute(const std::string& dir) {
+  if (!dir.empty() && dir[0] == '/') return dir;
+  char cwd[PATH_MAX];
+  return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + dir : dir;
+}
+
+bool make_dirs(const std::string& dir) {
+  std::string partial;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
+      partial = dir.substr(0, i);
+      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  }
+  return access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+size_t count_traces(const std::string& dir) {
+  size_t n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.find(".cutrace") != std::string::npos) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+int run_record(const RecordOptions& o) {
+  if (o.command.empty()) {
+    fprintf(stderr, "cutrace record: no command given (usage: cutrace record -o DIR -- COMMAND ...)\n");
+    return 2;
+  }
+  if (o.gpu_timing != "end" && o.gpu_timing != "exact" && o.gpu_timing != "cupti" && o.gpu_timing != "none") {
+    fprintf(stderr, "cutrace record: --gpu-timing must be end, exact, cupti or none\n");
+    return 2;
+  }
+  std::string shim = find_shim();
+  if (access(shim.c_str(), R_OK) != 0) {
+    fprintf(stderr, "cutrace record: shim not found at %s (set CUTRACE_SHIM)\n", shim.c_str());
+    return 2;
+  }
+  std::string out = absolute(o.out);
+  if (!make_dirs(out)) {
+    fprintf(stderr, "cutrace record: output directory %s cannot be created or written: %s\n", out.c_str(),
+            strerror(errno));
+    return 2;
+  }
+  size_t before = count_traces(out);
+  std::string preload = shim;
+  if (const char* p = getenv("LD_PRELOAD"); p && *p) preload += std::string(":") + p;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("CUTRACE_OUTPUT", out.c_str(), 1);
+  setenv("CUTRACE_GPU_TIMING", o.gpu_timing.c_str(), 1);
+  setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
+  if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
+
+  g_child = fork();
+  if (g_child < 0) {
+    perror("cutrace record: fork");
+    return 2;
+  }
+  if (g_child == 0) {
+    std::vector<char*> argv;
+    for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    fprintf(stderr, "cutrace record: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, forward_signal);
+  int status = 0;
+  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  size_t written = count_traces(out) - before;
+  fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+void add_record_command(CLI::App& app) {
+  auto opts = std::make_shared<RecordOptions>();
+  CLI::App* sub = app.add_subcommand("record", "Run a command and trace every CUDA process it starts");
+  sub->add_option("-o,--output", opts->out, "Directory for the trace files (created if missing)");
+  sub->add_option("--gpu-timing", opts->gpu_timing,
+                  "end: one completion event per GPU op, start inferred (default); exact: start and end "
+                  "events; cupti: CUPTI activity records (needs libcupti); none: CPU side only");
+  sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
+      ->check(CLI::Range(0, 1000));
+  sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");
+  sub->add_option("command", opts->command, "The command to run (after --)")->required();
+  sub->positionals_at_end();
+  sub->callback([opts] {
+    int rc = run_record(*opts);
+    throw CLI::RuntimeError(rc);
+  });
+}

@@ -1,0 +1,10 @@
+// One function per `cutrace` subcommand; each registers its subcommand on the app.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+void add_record_command(CLI::App& app);   // tools/cmd_record.cpp
+void add_dump_command(CLI::App& app);     // tools/cmd_dump.cpp
+void add_summary_command(CLI::App& app);  // tools/cmd_summary.cpp

@@ -1,0 +1,119 @@
+#include "tools/format_util.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cutrace::tools {
+namespace {
+
+// Three significant digits: "1.23", "12.3", "123".
+std::string three_digits(double v) {
+  double a = std::fabs(v);
+  if (a < 9.995) return ::fmt::format("{:.2f}", v);
+  if (a < 99.95) return ::fmt::format("{:.1f}", v);
+  return ::fmt::format("{:.0f}", v);
+}
+
+// Display width: UTF-8 continuation bytes take no column.
+size_t width(std::string_view s) {
+  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+}  // namespace
+
+std::string human_ns(int64_t ns) {
+  double a = std::fabs(double(ns));
+  if (a < 1e3) return ::fmt::format("{} ns", ns);
+  if (a < 999.5e3) return three_digits(ns / 1e3) + " us";
+  if (a < 999.5e6) return three_digits(ns / 1e6) + " ms";
+  return three_digits(ns / 1e9) + " s";
+}
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes < 1024) return ::fmt::format("{} B", bytes);
+  static const char* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = double(bytes) / 1024;
+  int u = 0;
+  while (v >= 1023.5 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return three_digits(v) + " " + units[u];
+}
+
+std::string human_rate(uint64_t bytes, int64_t ns) {
+  if (ns <= 0) return "-";
+  double gbps = double(bytes) / double(ns);  // bytes per ns == GB/s
+  if (gbps >= 1) return three_digits(gbps) + " GB/s";
+  return three_digits(gbps * 1e3) + " MB/s";
+}
+
+std::string human_count(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string percent(double part, double whole) {
+  if (whole <= 0) return "-";
+  return ::fmt::format("{:.1f}%", 100.0 * part / whole);
+}
+
+std::string ellipsize(std::string_view s, size_t max_chars) {
+  if (s.size() <= max_chars || max_chars < 8) return std::string(s);
+  size_t head = (max_chars - 3) * 2 / 3;
+  size_t tail = max_chars - 3 - head;
+  return std::string(s.substr(0, head)) + "..." + std::string(s.substr(s.size() - tail));
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      out += ::fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void Table::print(std::FILE* out, int indent) const {
+  std::vector<size_t> widths(columns_.size());
+  for (size_t c = 0; c < columns_.size(); ++c) widths[c] = width(columns_[c].title);
+  for (const auto& r : rows_) {
+    for (size_t c = 0; c < r.size() && c < widths.size(); ++c) {
+      widths[c] = std::max(widths[c], width(r[c]));
+    }
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s(size_t(indent), ' ');
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const std::string cell = c < cells.size() ? cells[c] : "";
+      std::string pad(widths[c] - width(cell), ' ');
+      bool last = c + 1 == columns_.size();
+      if (columns_[c].align == Align::Right) s += pad + cell;
+      else s += last ? cell : cell + pad;
+      if (!last) s += "  ";
+    }
+    s.erase(s.find_last_not_of(' ') + 1);
+    std::fprintf(out, "%s\n", s.c_str());
+  };
+  std::vector<std::string> titles, rules;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    titles.push_back(columns_[c].title);
+    rules.push_back(std::string(widths[c], '-'));
+  }
+  line(titles);
+  line(rules);
+  for (const auto& r : rows_) line(r);
+}
+
+}  // namespace cutrace::tools

@@ -1,0 +1,44 @@
+// Shared output helpers for the cutrace tools: human units and aligned text tables.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// libfmt-dev ships no static library and the CLI links no -lfmt: use it header-only.
+#ifndef FMT_HEADER_ONLY
+#define FMT_HEADER_ONLY
+#endif
+#include <fmt/format.h>
+
+namespace cutrace::tools {
+
+std::string human_ns(int64_t ns);         // "950 ns", "12.3 us", "4.56 ms", "7.89 s"
+std::string human_bytes(uint64_t bytes);  // "512 B", "1.50 KiB", "3.20 MiB", "1.10 GiB"
+std::string human_rate(uint64_t bytes, int64_t ns);  // "12.3 GB/s" (decimal); "-" without time
+std::string human_count(uint64_t n);      // "1,234,567"
+std::string percent(double part, double whole);  // "12.3%"; "-" when whole is 0
+std::string ellipsize(std::string_view s, size_t max_chars);  // keeps head and tail
+std::string quote(std::string_view s);    // "text" with control characters escaped
+
+enum class Align { Left, Right };
+
+// Columns sized to their widest cell; printed with a header and a rule.
+class Table {
+ public:
+  struct Column {
+    std::string title;
+    Align align;
+  };
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  bool empty() const { return rows_.empty(); }
+  void print(std::FILE* out, int indent = 2) const;
+
+ private:
+  std::vector<Column> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace cutrace::tools

@@ -1,0 +1,16 @@
+// cutrace: the command-line entry point. Each subcommand lives in tools/cmd_<name>.cpp;
+// a failing subcommand throws CLI::RuntimeError(exit code) after printing its message.
+#include <CLI/CLI.hpp>
+
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cutrace: profiler for CUDA training jobs", "cutrace"};
+  app.set_version_flag("--version", "cutrace 0.1.0");
+  app.require_subcommand(1);
+  add_record_command(app);
+  add_dump_command(app);
+  add_summary_command(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}
