@@ -64,7 +64,7 @@ $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread
+	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
 
 test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS)
 	$(UNIT_BIN)

@@ -14,6 +14,7 @@
 #include "collector/names.h"
 #include "collector/ops.h"
 #include "collector/process_info.h"
+#include "collector/ranges.h"
 #include "collector/samplers.h"
 #include "collector/writer.h"
 #include "shim/binding.h"
@@ -36,6 +37,7 @@ constexpr int64_t kExitWaitNs = 10000000000; // at exit, wait up to 10 s for GPU
 struct Drained {
   RawRecord r;
   ThreadState* owner;
+  std::string name;  // annotation names copied by the owner (kRawNameSlot)
 };
 
 enum State : int { kIdle, kStarting, kRunning, kDisabled, kStopped };
@@ -60,6 +62,9 @@ class Collector {
   void drain();
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
+  void handle_annotation(const Drained& d, int64_t ts);
+  void window_edge(fmt::WindowEdge edge, int64_t ts, const char* reason);
+  void control(int64_t now);  // timed windows and `cutrace start|stop PID`
   void refill_pools();
   void periodic(int64_t now);
   void serve_requests();
@@ -71,7 +76,8 @@ class Collector {
   TraceWriter w_;
   TickClock clock_;
   GpuClock gpu_;
-  OpResolver ops_{w_, gpu_};
+  RangeTracker ranges_{w_};
+  OpResolver ops_{w_, gpu_, ranges_};
   Names names_{w_};
   CpuSampler cpu_;
   GpuSampler gpus_;
@@ -89,6 +95,11 @@ class Collector {
   uint32_t stop_flags_ = fmt::kEndClean;
   std::vector<CUcontext> forget_ctx_;
   bool finished_ = false;
+  bool window_open_ = false;
+  uint32_t window_index_ = 0;
+  int64_t started_ns_ = 0, window_began_ns_ = 0;
+  bool delay_done_ = false;
+  std::string control_path_;
 };
 
 Collector* g_col = nullptr;
@@ -162,9 +173,9 @@ bool Collector::start() {
   fmt::ClockSyncRec cs{};
   cs.monotonic_ns = mono_ns(), cs.realtime_ns = real_ns();
   w_.add(cs, fmt::RecType::ClockSync);
-  fmt::WindowRec win{};
-  win.ts = cs.monotonic_ns, win.index = 0, win.reason_id = w_.intern("process"), win.edge = uint8_t(fmt::WindowEdge::Begin);
-  w_.add(win, fmt::RecType::Window);
+  started_ns_ = cs.monotonic_ns;
+  if (!cfg.deferred()) window_edge(fmt::WindowEdge::Begin, cs.monotonic_ns, "process");
+  control_path_ = cfg.out_dir + "/.cutrace-ctl." + std::to_string(getpid());
   clock_.init();
   ops_.set_recycler(&recycle);
   sample_period_ = cfg.sample_hz > 0 ? 1000000000 / cfg.sample_hz : 0;
@@ -236,6 +247,7 @@ void Collector::cycle(int64_t now) {
 
 void Collector::periodic(int64_t now) {
   if (now - last_clock_ >= kClockNs) {
+    control(now);
     clock_.update();
     gpu_.tick(now);
     if (g_timing == GpuTiming::Cupti) cupti_flush();
@@ -295,11 +307,11 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   drain();
   wait_gpu(wait_ns);
   if (g_timing == GpuTiming::Cupti) cupti_stop();
+  drain();  // records published meanwhile, dropped counts
+  wait_gpu(wait_ns / 10);
   ops_.abandon(nullptr);
-  drain();  // dropped counts
-  fmt::WindowRec win{};
-  win.ts = mono_ns(), win.index = 0, win.reason_id = w_.intern("process"), win.edge = uint8_t(fmt::WindowEdge::End);
-  w_.add(win, fmt::RecType::Window);
+  ranges_.finish();
+  if (window_open_) window_edge(fmt::WindowEdge::End, mono_ns(), flags & fmt::kEndSignal ? "signal" : "exit");
   if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
     log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
   else
@@ -327,6 +339,44 @@ void Collector::shutdown(uint32_t end_flags) {
   pthread_join(thread_, nullptr);
 }
 
+// ---- capture windows --------------------------------------------------------------------
+void Collector::window_edge(fmt::WindowEdge edge, int64_t ts, const char* reason) {
+  bool begin = edge == fmt::WindowEdge::Begin;
+  if (begin == window_open_) return;  // already in that state (e.g. start twice)
+  fmt::WindowRec win{};
+  win.ts = ts, win.index = begin ? window_index_ : window_index_ - 1, win.reason_id = w_.intern(reason);
+  win.edge = uint8_t(edge);
+  w_.add(win, fmt::RecType::Window);
+  window_open_ = begin;
+  if (begin) ++window_index_, window_began_ns_ = ts;
+}
+
+void Collector::control(int64_t now) {
+  const Config& cfg = config();
+  auto set = [&](bool on, const char* reason) {
+    if (on == g_capture_on.load(std::memory_order_relaxed)) return;
+    if (!on) drain();  // what was recorded before the edge goes before it
+    g_capture_on.store(on, std::memory_order_relaxed);
+    window_edge(on ? fmt::WindowEdge::Begin : fmt::WindowEdge::End, mono_ns(), reason);
+  };
+  if (cfg.delay_s > 0 && !delay_done_ && now - started_ns_ >= int64_t(cfg.delay_s * 1e9)) {
+    delay_done_ = true;
+    set(true, "delay");
+  }
+  if (cfg.duration_s > 0 && window_open_ && now - window_began_ns_ >= int64_t(cfg.duration_s * 1e9))
+    set(false, "duration");
+  // `cutrace start|stop PID` writes "start" or "stop" into this file.
+  char cmd[16] = {};
+  FILE* f = fopen(control_path_.c_str(), "r");
+  if (!f) return;
+  size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+  fclose(f);
+  unlink(control_path_.c_str());
+  std::string c(cmd, n);
+  if (c.rfind("start", 0) == 0) set(true, "signal");
+  else if (c.rfind("stop", 0) == 0) set(false, "signal");
+}
+
 // ---- draining ---------------------------------------------------------------------------
 void Collector::drain() {
   batch_.clear();
@@ -334,8 +384,15 @@ void Collector::drain() {
   for (ThreadState* s = registry_head(); s;) {
     ThreadState* next = s->next.load(std::memory_order_acquire);
     bool retired = s->retired.load(std::memory_order_acquire);
+    auto* names = s->names.load(std::memory_order_acquire);
     while (const RawRecord* r = s->ring.peek()) {
-      batch_.push_back({*r, s});
+      batch_.push_back({*r, s, {}});
+      if ((r->flags & kRawNameSlot) && names) {
+        if (const NameSlot* n = names->peek()) {
+          batch_.back().name.assign(n->text, n->len);
+          names->pop();
+        }
+      }
       ++s->pending_refs;
       s->ring.pop();
     }
@@ -352,6 +409,7 @@ void Collector::drain() {
         CUevent e;
         while (p.free.pop(&e)) driver().cuEventDestroy(e);
       }
+      delete s->names.load(std::memory_order_acquire);
       delete s;
     } else {
       prev = s;
@@ -465,7 +523,42 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
     s.bytes = r.set.bytes, s.value = r.set.value, s.element_size = r.set.elem;
     op.type = fmt::RecType::Memset;
   }
+  ranges_.attach(d.owner->tid, &op.ranges);
   ops_.add(std::move(op));
+}
+
+void Collector::handle_annotation(const Drained& d, int64_t ts) {
+  const RawRecord& r = d.r;
+  uint32_t tid = d.owner->tid;
+  auto name_id = [&] {
+    if (r.flags & kRawNameSlot) return w_.intern(d.name);
+    return r.nvtx.name ? w_.intern(r.nvtx.name) : 0u;
+  };
+  RangeTracker::Attrs a{0, 0, r.nvtx.category, r.nvtx.color, r.nvtx.source};
+  if (r.kind == RawKind::RangePush || r.kind == RawKind::RangeStart || r.kind == RawKind::Mark) {
+    a.name_id = name_id();
+    a.domain_id = r.nvtx.domain ? w_.intern(static_cast<const char*>(r.nvtx.domain)) : 0;
+  }
+  switch (r.kind) {
+    case RawKind::RangePush: ranges_.push(tid, ts, a); break;
+    case RawKind::RangePop: ranges_.pop(tid, ts); break;
+    case RawKind::RangeStart: ranges_.start(r.nvtx.id, tid, ts, a); break;
+    case RawKind::RangeEnd: ranges_.end(r.nvtx.id, tid, ts); break;
+    case RawKind::Mark: {
+      fmt::MarkRec m{};
+      m.ts = ts, m.tid = tid, m.name_id = a.name_id, m.domain_id = a.domain_id, m.category = a.category;
+      m.color = a.color, m.source = a.source;
+      w_.add(m, fmt::RecType::Mark);
+      break;
+    }
+    case RawKind::ThreadName: {
+      fmt::ThreadRec t{};
+      t.tid = uint32_t(r.nvtx.id), t.name_id = name_id();
+      w_.add(t, fmt::RecType::Thread);
+      break;
+    }
+    default: break;
+  }
 }
 
 void Collector::handle(const Drained& d) {
@@ -510,6 +603,17 @@ void Collector::handle(const Drained& d) {
       w_.add(m, fmt::RecType::Memory);
       break;
     }
+    case RawKind::RangePush:
+    case RawKind::RangePop:
+    case RawKind::RangeStart:
+    case RawKind::RangeEnd:
+    case RawKind::Mark:
+    case RawKind::ThreadName:
+      handle_annotation(d, t0);
+      break;
+    case RawKind::Window:
+      window_edge(fmt::WindowEdge(r.sub), t0, r.nvtx.name ? r.nvtx.name : "api");
+      break;
     case RawKind::CtxFlush:
       break;
   }
@@ -520,13 +624,16 @@ void Collector::handle(const Drained& d) {
 
 // ---- public entry points ----------------------------------------------------------------
 bool collector_ensure_started() {
+  static __thread bool t_starting = false;  // start() itself may come back here (dlsym, CUPTI)
   int s = g_state.load(std::memory_order_acquire);
   if (s == kRunning) return true;
-  if (s != kIdle && s != kStarting) return false;
+  if (t_starting || (s != kIdle && s != kStarting)) return false;
   int expected = kIdle;
   if (g_state.compare_exchange_strong(expected, kStarting)) {
     auto* c = new Collector();  // lives until exit: never freed (wrappers may run during exit)
+    t_starting = true;
     bool ok = c->start();
+    t_starting = false;
     if (ok) g_col = c;
     else g_capture_on.store(false, std::memory_order_relaxed);
     g_state.store(ok ? kRunning : kDisabled, std::memory_order_release);

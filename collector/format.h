@@ -19,7 +19,7 @@ namespace cutrace::fmt {
 
 inline constexpr char kFileMagic[8] = {'C', 'U', 'T', 'R', 'A', 'C', 'E', '\0'};
 inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major
-inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor (unknown records skipped)
+inline constexpr uint16_t kVersionMinor = 1;  // 1.1: Range and Mark records  // readers accept any minor (unknown records skipped)
 inline constexpr uint32_t kBlockMagic = 0x4B4C4243;  // bytes "CBLK"
 inline constexpr uint32_t kMaxBlockRaw = 1u << 20;   // writers never exceed 1 MiB raw per block
 inline constexpr uint32_t kBlockTargetRaw = 256u << 10;  // TraceWriter flushes before exceeding this
@@ -57,6 +57,8 @@ enum class RecType : uint16_t {
   Sync = 13,
   Memory = 14,
   Api = 15,       // any other traced driver call (event record, stream wait, errors, ...)
+  Range = 16,     // an NVTX range or a cutrace Python annotation, with its GPU projection
+  Mark = 17,      // an NVTX mark (instant)
   CpuSample = 20,
   GpuSample = 21,
   ClockSync = 30,
@@ -253,6 +255,42 @@ struct ApiRec {
   int32_t result;
 };
 static_assert(sizeof(ApiRec) == 4 + 8 * 4 + 4 * 2 + 2 * 2 + 4);
+
+enum class RangeKind : uint8_t { PushPop = 1, StartEnd = 2 };
+enum class RangeSource : uint8_t { Nvtx = 1, Api = 2 };  // Api: cutrace's C/Python annotation API
+
+struct RangeRec {
+  RecHeader h;
+  int64_t cpu_begin;
+  int64_t cpu_end;
+  int64_t gpu_start;   // GPU projection: earliest start of the GPU work launched inside the range
+  int64_t gpu_end;     // ... latest end; both 0 when no timed GPU work was launched inside
+  uint64_t id;         // unique per file (start/end ranges: NVTX's range id)
+  uint32_t tid;        // thread that opened the range
+  uint32_t end_tid;    // thread that closed it (start/end ranges may end elsewhere)
+  uint32_t name_id;
+  uint32_t domain_id;  // string id of the NVTX domain name, 0 = the default domain
+  uint32_t category;
+  uint32_t color;      // ARGB, 0 = none
+  uint32_t gpu_ops;    // GPU operations launched inside
+  uint16_t depth;      // push/pop nesting depth on its thread (0 = outermost)
+  uint8_t kind;        // RangeKind
+  uint8_t source;      // RangeSource
+};
+static_assert(sizeof(RangeRec) == 4 + 8 * 5 + 4 * 7 + 2 + 1 + 1);
+
+struct MarkRec {
+  RecHeader h;
+  int64_t ts;
+  uint32_t tid;
+  uint32_t name_id;
+  uint32_t domain_id;
+  uint32_t category;
+  uint32_t color;
+  uint8_t source;  // RangeSource
+  uint8_t pad[3];
+};
+static_assert(sizeof(MarkRec) == 4 + 8 + 4 * 5 + 4);
 
 // Per-core utilisation; followed by `ncores` uint16 values in hundredths of a percent.
 struct CpuSampleRec {

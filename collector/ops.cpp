@@ -73,7 +73,7 @@ void OpResolver::stream_waits(uint32_t stream_id, CUevent app_event) {
 }
 
 size_t OpResolver::poll(bool all) {
-  constexpr int64_t kGraceNs = 50000000;
+  constexpr int64_t kGraceNs = 200000000;
   const int64_t horizon = all ? INT64_MAX : mono_ns() - kGraceNs;
   for (Stream* s : streams_) {
     // The completed prefix of the queue, finalized in the order the GPU ran it: threads that
@@ -135,9 +135,10 @@ void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uin
   c.gpu_start = start;
   c.gpu_end = end;
   c.flags |= flags;
-  if (end) s.last_end = end;
+  if (end > s.last_end) s.last_end = end;  // never backwards: a late record cannot reorder the past
   if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
   w_.append(&op.rec);
+  if (!op.ranges.empty()) ranges_.op_done(op.ranges, start, end);
   release_events(op);
 }
 

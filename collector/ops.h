@@ -12,6 +12,7 @@
 #include <vector>
 #include "collector/format.h"
 #include "collector/gpu_clock.h"
+#include "collector/ranges.h"
 #include "collector/writer.h"
 
 namespace cutrace {
@@ -40,12 +41,13 @@ struct PendingOp {
   uint32_t cupti_corr = 0;
   int64_t end_ns = 0;        // resolved by poll()
   int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
+  std::vector<OpenRange*> ranges;  // annotations open when it was launched (GPU projection)
   fmt::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
 };
 
 class OpResolver {
  public:
-  OpResolver(TraceWriter& w, GpuClock& clock) : w_(w), clock_(clock) {}
+  OpResolver(TraceWriter& w, GpuClock& clock, RangeTracker& ranges) : w_(w), clock_(clock), ranges_(ranges) {}
 
   // Stream id for a record's stream (emits a Stream record on first sight).
   uint32_t stream_id(CUstream handle, CUcontext ctx, uint32_t tid, bool per_thread, uint16_t device);
@@ -94,6 +96,7 @@ class OpResolver {
 
   TraceWriter& w_;
   GpuClock& clock_;
+  RangeTracker& ranges_;
   std::unordered_map<Key, Stream*, KeyHash> by_key_;
   std::vector<Stream*> streams_;  // index = id - 1
   std::unordered_map<CUevent, Mark> marks_;      // app event -> op it follows

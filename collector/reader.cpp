@@ -371,6 +371,7 @@ constexpr TypeName kTypeNames[] = {
     {fmt::RecType::CpuSample, "CpuSample"}, {fmt::RecType::GpuSample, "GpuSample"},
     {fmt::RecType::ClockSync, "ClockSync"}, {fmt::RecType::Dropped, "Dropped"},
     {fmt::RecType::Window, "Window"},       {fmt::RecType::End, "End"},
+    {fmt::RecType::Range, "Range"},         {fmt::RecType::Mark, "Mark"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

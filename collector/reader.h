@@ -190,6 +190,8 @@ struct MinSizes {
     set_min<fmt::SyncRec>(v, T::Sync);
     set_min<fmt::MemoryRec>(v, T::Memory);
     set_min<fmt::ApiRec>(v, T::Api);
+    set_min<fmt::RangeRec>(v, T::Range);
+    set_min<fmt::MarkRec>(v, T::Mark);
     set_min<fmt::CpuSampleRec>(v, T::CpuSample);
     set_min<fmt::GpuSampleRec>(v, T::GpuSample);
     set_min<fmt::ClockSyncRec>(v, T::ClockSync);

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+#include "collector/collector.h"
 #include "shim/config.h"
 #include "shim/driver.h"
 
@@ -98,6 +99,7 @@ const char* api_name(uint16_t api) { return api < func_count() ? g_reg->funcs[ap
 
 void* Binding::resolve_plt() const {
   ensure_registry();
+  if (config().deferred() && config().enabled) collector_ensure_started();
   void* p = plt_name ? real_dlsym(RTLD_NEXT, plt_name) : nullptr;
   if (!p) {
     log_warn("%s is not exported by the CUDA driver: the call fails with CUDA_ERROR_NOT_FOUND",
@@ -110,6 +112,8 @@ void* Binding::resolve_plt() const {
 
 void* bind(FuncInfo& fi, void* real, bool per_thread) {
   if (!real || is_own_address(real)) return real;
+  // Capture starts later (a window): the collector must run first to open it.
+  if (config().deferred() && config().enabled) collector_ensure_started();
   for (int s = 0; s < kSlots; ++s) {
     Binding& b = fi.slots[s];
     if (b.real.load(std::memory_order_acquire) == real && b.per_thread == per_thread) return fi.entry(s);

@@ -34,7 +34,23 @@ void load_config() {
   if (c.sample_hz > 1000) c.sample_hz = 1000;
   c.verbose = env("CUTRACE_VERBOSE") != nullptr;
   c.enabled = env("CUTRACE_DISABLE") == nullptr;
-  g_capture_on.store(c.enabled, std::memory_order_relaxed);
+  if (const char* v = env("CUTRACE_CAPTURE_RANGE")) {
+    if (!strcmp(v, "cudaProfilerApi")) c.capture = CaptureRange::CudaProfilerApi;
+    else if (!strcmp(v, "nvtx")) c.capture = CaptureRange::Nvtx;
+    else if (!strcmp(v, "manual")) c.capture = CaptureRange::Manual;
+    else if (strcmp(v, "process") != 0)
+      log_warn("CUTRACE_CAPTURE_RANGE=%s not understood (process|cudaProfilerApi|nvtx|manual)", v);
+  }
+  if (const char* v = env("CUTRACE_CAPTURE_NVTX")) c.nvtx_glob = v;
+  if (c.capture == CaptureRange::Nvtx && c.nvtx_glob.empty()) c.nvtx_glob = "*";
+  if (const char* v = env("CUTRACE_CAPTURE_STEPS")) {
+    char* end = nullptr;
+    c.steps_first = strtol(v, &end, 10);
+    c.steps_last = (end && *end == '-') ? strtol(end + 1, nullptr, 10) : c.steps_first;
+  }
+  if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v);
+  if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
+  g_capture_on.store(c.enabled && !c.deferred(), std::memory_order_relaxed);
 }
 
 static void vlog(const char* level, const char* fmt, va_list ap) {

@@ -7,12 +7,28 @@ namespace cutrace {
 
 enum class GpuTiming { End, Exact, None, Cupti };
 
+// What opens and closes capture windows (CUTRACE_CAPTURE_RANGE).
+enum class CaptureRange {
+  Process,          // the whole process (default)
+  CudaProfilerApi,  // cuProfilerStart/Stop (cudaProfilerStart/Stop, cutrace.start()/stop())
+  Nvtx,             // NVTX ranges whose name matches CUTRACE_CAPTURE_NVTX, CUTRACE_CAPTURE_STEPS
+  Manual,           // only cutrace_capture_start/stop and `cutrace start|stop PID`
+};
+
 struct Config {
   std::string out_dir;         // CUTRACE_OUTPUT (default ./cutrace-trace)
   GpuTiming timing = GpuTiming::End;  // CUTRACE_GPU_TIMING=end|exact|cupti|none
   int sample_hz = 10;          // CUTRACE_SAMPLE_HZ (0 disables the samplers)
   bool verbose = false;        // CUTRACE_VERBOSE=1
   bool enabled = true;         // CUTRACE_DISABLE=1 turns the shim into a pass-through
+  CaptureRange capture = CaptureRange::Process;
+  std::string nvtx_glob;       // CUTRACE_CAPTURE_NVTX: name pattern (fnmatch) of the trigger ranges
+  long steps_first = 0;        // CUTRACE_CAPTURE_STEPS=A-B: the A-th..B-th matching ranges (0-based)
+  long steps_last = -1;        // -1: every matching range
+  double delay_s = 0;          // CUTRACE_DELAY: capture starts this long after the first CUDA use
+  double duration_s = 0;       // CUTRACE_DURATION: and lasts this long (0 = to the end)
+  // Capture is off at first and something must turn it on: start the collector early.
+  bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
 };
 
 const Config& config();

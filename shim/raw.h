@@ -16,6 +16,13 @@ enum class RawKind : uint8_t {
   EventRecord = 6,  // the application recorded one of its events: used for cross-stream timing
   StreamWait = 7,
   CtxFlush = 8,     // a context is about to be destroyed: resolve its events now
+  RangePush = 9,    // NVTX / API annotations (nvtx_bridge/)
+  RangePop = 10,
+  RangeStart = 11,
+  RangeEnd = 12,
+  Mark = 13,
+  ThreadName = 14,
+  Window = 15,      // capture window edge (sub = fmt::WindowEdge)
 };
 
 enum RawFlags : uint16_t {
@@ -24,6 +31,7 @@ enum RawFlags : uint16_t {
   kRawCaptured = 1 << 2,   // stream was capturing a graph: no events recorded
   kRawAsync = 1 << 3,
   kRawCupti = 1 << 4,      // GPU times come from CUPTI, joined on the correlation id
+  kRawNameSlot = 1 << 5,   // the name was copied into the thread's name ring (next slot)
 };
 
 struct alignas(64) RawRecord {
@@ -46,6 +54,8 @@ struct alignas(64) RawRecord {
     struct { uint64_t bytes; uint32_t value; uint8_t elem; } set;
     struct { CUevent event; } ev;  // event for Sync(Event/EventQuery), EventRecord, StreamWait
     struct { uint64_t address, bytes; uint8_t mem_kind; } mem;
+    // name: a stable string (registered, or a literal); else kRawNameSlot is set.
+    struct { const char* name; uint64_t id; const void* domain; uint32_t category, color; uint8_t source; } nvtx;
   };
 };
 static_assert(sizeof(RawRecord) == 128, "ring slots are 128 bytes");

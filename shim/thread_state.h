@@ -19,8 +19,16 @@ struct EventPool {
   SpscRing<CUevent, kPoolSlots> free;   // collector -> owner
 };
 
+// Copies of annotation names whose memory the caller may reuse (NVTX ASCII messages).
+struct NameSlot {
+  uint16_t len;
+  char text[254];
+};
+inline constexpr size_t kNameSlots = 1024;
+
 struct ThreadState {
   SpscRing<RawRecord, kRingSlots> ring;  // owner -> collector
+  std::atomic<SpscRing<NameSlot, kNameSlots>*> names{nullptr};  // allocated on first annotation
   EventPool pools[kMaxPoolsPerThread];
   std::atomic<uint64_t> dropped{0};        // records lost because the ring was full
   std::atomic<uint64_t> inline_events{0};  // events the owner had to create (pool empty)
@@ -34,6 +42,8 @@ struct ThreadState {
   uint32_t pending_refs = 0;
 
   uint64_t next_corr() { return (uint64_t(index) << 40) | ++seq; }
+  int nvtx_depth = 0;          // push/pop nesting, owner only (NVTX returns it)
+  uint64_t nvtx_recorded = 0;  // bit d: the push at depth d was recorded (its pop must be)
   CUevent take_event(CUcontext ctx);  // pooled event for ctx; creates one if the pool is empty
   EventPool* pool_for(CUcontext ctx);
 };

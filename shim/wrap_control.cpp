@@ -1,6 +1,7 @@
 // cuGetProcAddress (how cudart, cuBLAS, cuDNN and NCCL reach every driver function), and the
 // lifecycle calls before which pending records must be resolved (context teardown, unload).
 #include "collector/collector.h"
+#include "shim/capture.h"
 #include "shim/op.h"
 
 namespace cutrace {
@@ -55,6 +56,18 @@ CUresult library_unload(const Binding& b, CUlibrary l) {
   return b.fn<PFN_library_unload>()(l);
 }
 
+// cudaProfilerStart/Stop land here: capture windows with CUTRACE_CAPTURE_RANGE=cudaProfilerApi.
+using PFN_profiler = CUresult (*)();
+CUresult profiler_start(const Binding& b) {
+  CUresult r = b.fn<PFN_profiler>()();
+  if (config().capture == CaptureRange::CudaProfilerApi) capture_begin_from_app("cudaProfilerApi");
+  return r;
+}
+CUresult profiler_stop(const Binding& b) {
+  if (config().capture == CaptureRange::CudaProfilerApi) capture_end_from_app("cudaProfilerApi");
+  return b.fn<PFN_profiler>()();
+}
+
 }  // namespace
 }  // namespace cutrace
 
@@ -68,4 +81,6 @@ CUTRACE_FUNC(f_primary_release, PFN_primary, primary_release, "cuDevicePrimaryCt
 CUTRACE_FUNC(f_primary_reset, PFN_primary, primary_reset, "cuDevicePrimaryCtxReset", 11000,
              cuDevicePrimaryCtxReset_v2)
 CUTRACE_FUNC(f_module_unload, PFN_module_unload, module_unload, "cuModuleUnload", 2000, cuModuleUnload)
+CUTRACE_FUNC(f_profiler_start, PFN_profiler, profiler_start, "cuProfilerStart", 4000, cuProfilerStart)
+CUTRACE_FUNC(f_profiler_stop, PFN_profiler, profiler_stop, "cuProfilerStop", 4000, cuProfilerStop)
 CUTRACE_FUNC(f_library_unload, PFN_library_unload, library_unload, "cuLibraryUnload", 12000, cuLibraryUnload)

@@ -2,12 +2,14 @@
 // with every field (names resolved, times in ns plus a column relative to the process start)
 // and the file status.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -61,6 +63,41 @@ std::string end_flags(uint32_t flags) {
   return flag_names(flags, names, std::size(names));
 }
 
+const char* range_kind_name(uint8_t kind) {
+  return kind == uint8_t(tf::RangeKind::PushPop)    ? "push_pop"
+         : kind == uint8_t(tf::RangeKind::StartEnd) ? "start_end"
+                                                     : "unknown";
+}
+
+const char* range_source_name(uint8_t source) {
+  return source == uint8_t(tf::RangeSource::Nvtx)  ? "nvtx"
+         : source == uint8_t(tf::RangeSource::Api) ? "api"
+                                                    : "unknown";
+}
+
+// Record type names: the reader's, plus the types this tool knows that an older reader may not.
+const char* type_name(uint16_t type) {
+  if (type == uint16_t(tf::RecType::Range)) return "Range";
+  if (type == uint16_t(tf::RecType::Mark)) return "Mark";
+  return cutrace::rec_type_name(type);
+}
+
+bool parse_type(std::string_view name, uint16_t* type) {
+  if (cutrace::parse_rec_type(name, type)) return true;
+  for (uint16_t t : {uint16_t(tf::RecType::Range), uint16_t(tf::RecType::Mark)}) {
+    std::string_view n = type_name(t);
+    if (n.size() == name.size() &&
+        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      *type = t;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string uuid_text(const uint8_t* u) {
   std::string hex;
   for (int i = 0; i < 16; ++i) {
@@ -85,6 +122,9 @@ class RecordPrinter {
     return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, e - b);
   }
   std::string op(const tf::OpCommon& o) const;
+  static std::string short_record(const Record& rec, size_t want) {
+    return format_copies("size={} (malformed: shorter than {} bytes)", rec.size(), want);
+  }
   std::string metadata(const Record& rec) const;
   std::string operation(const Record& rec) const;
   std::string sample(const Record& rec) const;
@@ -179,6 +219,24 @@ std::string RecordPrinter::operation(const Record& rec) const {
                          api(a.api), a.corr, a.tid, a.stream, a.device,
                          cpu(a.cpu_begin, a.cpu_end), a.arg, a.result);
     }
+    case tf::RecType::Range: {
+      if (rec.size() < sizeof(tf::RangeRec)) return short_record(rec, sizeof(tf::RangeRec));
+      const auto& g = rec.as<tf::RangeRec>();
+      return format_copies(
+          "id={} kind={} source={} tid={} end_tid={} depth={} name={} domain={} category={} "
+          "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}",
+          g.id, range_kind_name(g.kind), range_source_name(g.source), g.tid, g.end_tid, g.depth,
+          s(g.name_id), s(g.domain_id), g.category, g.color, cpu(g.cpu_begin, g.cpu_end),
+          g.gpu_start, g.gpu_end, g.gpu_start && g.gpu_end ? g.gpu_end - g.gpu_start : 0,
+          g.gpu_ops);
+    }
+    case tf::RecType::Mark: {
+      if (rec.size() < sizeof(tf::MarkRec)) return short_record(rec, sizeof(tf::MarkRec));
+      const auto& k = rec.as<tf::MarkRec>();
+      return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}",
+                           k.ts, range_source_name(k.source), k.tid, s(k.name_id), s(k.domain_id),
+                           k.category, k.color);
+    }
     default:
       return {};
   }
@@ -247,6 +305,9 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
     case tf::RecType::Sync: return rec.as<tf::SyncRec>().cpu_begin;
     case tf::RecType::Memory: return rec.as<tf::MemoryRec>().cpu_begin;
     case tf::RecType::Api: return rec.as<tf::ApiRec>().cpu_begin;
+    case tf::RecType::Range:
+      return rec.size() >= sizeof(tf::RangeRec) ? rec.as<tf::RangeRec>().cpu_begin : 0;
+    case tf::RecType::Mark: return rec.size() >= sizeof(tf::MarkRec) ? rec.as<tf::MarkRec>().ts : 0;
     case tf::RecType::CpuSample: return rec.as<tf::CpuSampleRec>().ts;
     case tf::RecType::GpuSample: return rec.as<tf::GpuSampleRec>().ts;
     case tf::RecType::ClockSync: return rec.as<tf::ClockSyncRec>().monotonic_ns;
@@ -291,7 +352,7 @@ int run(const Options& o) {
     return 1;
   }
   uint16_t only = 0;
-  bool filter = !o.type.empty() && cutrace::parse_rec_type(o.type, &only);
+  bool filter = !o.type.empty() && parse_type(o.type, &only);
   int64_t base = std::atoll(std::string(r.meta("start_monotonic_ns")).c_str());
 
   print_header(r);
@@ -306,7 +367,7 @@ int run(const Options& o) {
     ++shown;
     std::string rel = ts ? format_copies("{:+.6f}", (ts - base) / 1e6) : "";
     std::printf("%9llu %18s %-9s %s\n", static_cast<unsigned long long>(i), rel.c_str(),
-                cutrace::rec_type_name(rec.type_raw()), printer.fields(rec).c_str());
+                type_name(rec.type_raw()), printer.fields(rec).c_str());
   });
   print_status(r);
   if (!r.error().empty()) {
@@ -323,11 +384,11 @@ void add_dump_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("dump", "Print every record of one trace file");
   sub->add_option("file", o->path, "a .cutrace file")->required();
   sub->add_option("--limit", o->limit, "print at most N records (the status still covers all)");
-  sub->add_option("--type", o->type, "print only records of this type (Kernel, Memcpy, ...)")
+  sub->add_option("--type", o->type, "print only records of this type (Kernel, Memcpy, Range, Mark, ...)")
       ->check(CLI::Validator(
           [](std::string& name) -> std::string {
             uint16_t t;
-            return cutrace::parse_rec_type(name, &t) ? "" : "unknown record type " + name;
+            return parse_type(name, &t) ? "" : "unknown record type " + name;
           },
           "TYPE"));
   sub->callback([o] {

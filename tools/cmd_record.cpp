@@ -24,6 +24,9 @@ struct RecordOptions {
   std::string gpu_timing = "end";
   int sample_hz = 10;
   bool verbose = false;
+  std::string capture_range = "process";
+  std::string capture_steps;
+  double delay = 0, duration = 0;
   std::vector<std::string> command;
 };
 
@@ -104,9 +107,22 @@ int run_record(const RecordOptions& o) {
   if (const char* p = getenv("LD_PRELOAD"); p && *p) preload += std::string(":") + p;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("CUTRACE_OUTPUT", out.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", shim.c_str(), 1);  // NVTX ranges reach the shim's bridge
   setenv("CUTRACE_GPU_TIMING", o.gpu_timing.c_str(), 1);
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
+  // --capture-range=nvtx:PATTERN is shorthand for nvtx + CUTRACE_CAPTURE_NVTX=PATTERN.
+  std::string range = o.capture_range, pattern;
+  if (range.rfind("nvtx:", 0) == 0) pattern = range.substr(5), range = "nvtx";
+  if (range != "process" && range != "cudaProfilerApi" && range != "nvtx" && range != "manual") {
+    fprintf(stderr, "cutrace record: --capture-range must be process, cudaProfilerApi, nvtx[:PATTERN] or manual\n");
+    return 2;
+  }
+  setenv("CUTRACE_CAPTURE_RANGE", range.c_str(), 1);
+  if (!pattern.empty()) setenv("CUTRACE_CAPTURE_NVTX", pattern.c_str(), 1);
+  if (!o.capture_steps.empty()) setenv("CUTRACE_CAPTURE_STEPS", o.capture_steps.c_str(), 1);
+  if (o.delay > 0) setenv("CUTRACE_DELAY", std::to_string(o.delay).c_str(), 1);
+  if (o.duration > 0) setenv("CUTRACE_DURATION", std::to_string(o.duration).c_str(), 1);
 
   g_child = fork();
   if (g_child < 0) {
@@ -144,6 +160,13 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");
+  sub->add_option("--capture-range", opts->capture_range,
+                  "What opens capture windows: process (default), cudaProfilerApi, nvtx:PATTERN (NVTX "
+                  "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())");
+  sub->add_option("--capture-steps", opts->capture_steps,
+                  "With nvtx:PATTERN, capture the A-th to B-th matching ranges (0-based), e.g. 100-120");
+  sub->add_option("--delay", opts->delay, "Start capturing this many seconds after the first CUDA use");
+  sub->add_option("--duration", opts->duration, "Stop each capture window after this many seconds");
   sub->add_option("command", opts->command, "The command to run (after --)")->required();
   sub->positionals_at_end();
   sub->callback([opts] {

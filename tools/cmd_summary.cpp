@@ -148,11 +148,78 @@ void print_syncs(const SummaryModel& m) {
   else t.print(stdout);
 }
 
+std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r) {
+  bool gpu = r.gpu_count != 0;
+  return {cutrace::tools::ellipsize(name, kNameWidth),
+          human_count(r.count),
+          human_ns(r.cpu_total_ns),
+          human_ns(r.cpu_mean_ns()),
+          human_ns(r.cpu_min_ns),
+          human_ns(r.cpu_max_ns),
+          gpu ? human_ns(r.gpu_total_ns) : "-",
+          gpu ? human_ns(r.gpu_mean_ns()) : "-",
+          human_count(r.gpu_ops)};
+}
+
+// An empty name reads "" rather than a blank cell.
+std::string name_label(const std::string& name) { return name.empty() ? "\"\"" : name; }
+
+// Ranges of a non-default NVTX domain read "domain: name".
+std::string range_label(const cutrace::RangeSummary& g) {
+  return g.domain.empty() ? name_label(g.name) : g.domain + ": " + name_label(g.name);
+}
+
+void print_ranges(const SummaryModel& m, size_t top) {
+  std::vector<cutrace::RangeSummary> rs = m.ranges();
+  cutrace::RangeStat all;
+  for (const auto& g : rs) all.merge(g.stat);
+  std::printf("\nNVTX ranges and annotations: %s ranges, %s names\n",
+              human_count(all.count).c_str(), human_count(rs.size()).c_str());
+  if (!rs.empty()) {
+    std::printf("  (CPU: range open to close; GPU: first start to last end of the GPU work "
+                "launched inside)\n");
+    Table t({{"Name", Align::Left},
+             {"Count", Align::Right},
+             {"CPU total", Align::Right},
+             {"CPU mean", Align::Right},
+             {"CPU min", Align::Right},
+             {"CPU max", Align::Right},
+             {"GPU total", Align::Right},
+             {"GPU mean", Align::Right},
+             {"GPU ops", Align::Right}});
+    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i]), rs[i].stat));
+    if (rs.size() > top) {
+      cutrace::RangeStat rest;
+      for (size_t i = top; i < rs.size(); ++i) rest.merge(rs[i].stat);
+      t.row(range_row(fmt::format("(other {} names)", rs.size() - top), rest));
+    }
+    t.print(stdout);
+  }
+  std::vector<std::pair<std::string, uint64_t>> marks = m.marks();
+  if (marks.empty()) return;
+  uint64_t n = 0;
+  for (const auto& mk : marks) n += mk.second;
+  std::printf("\nMarks: %s, %s names\n", human_count(n).c_str(), human_count(marks.size()).c_str());
+  Table t({{"Name", Align::Left}, {"Count", Align::Right}});
+  uint64_t rest = 0;
+  for (size_t i = 0; i < marks.size(); ++i) {
+    if (i >= top) {
+      rest += marks[i].second;
+      continue;
+    }
+    t.row({cutrace::tools::ellipsize(name_label(marks[i].first), kNameWidth),
+           human_count(marks[i].second)});
+  }
+  if (marks.size() > top) t.row({fmt::format("(other {} names)", marks.size() - top), human_count(rest)});
+  t.print(stdout);
+}
+
 void print_text(const SummaryModel& m, size_t top) {
   print_files(m);
   print_kernels(m, top);
   print_copies(m);
   print_syncs(m);
+  print_ranges(m, top);
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
@@ -185,7 +252,7 @@ void add_summary_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("summary", "Summarise the traces of a run (DIR) or one FILE");
   sub->add_option("path", o->path, "trace directory or .cutrace file")->required();
   sub->add_flag("--json", o->json, "print the documented JSON document instead of tables");
-  sub->add_option("--top", o->top, "kernel names listed before the rest are summed (default 20)")
+  sub->add_option("--top", o->top, "kernel, range and mark names listed before the rest are summed (default 20)")
       ->check(CLI::PositiveNumber);
   sub->callback([o] {
     if (int rc = run(*o)) throw CLI::RuntimeError(rc);

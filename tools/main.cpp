@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cutrace 0.1.0");
   app.require_subcommand(1);
   add_record_command(app);
+  add_control_commands(app);
   add_dump_command(app);
   add_summary_command(app);
   CLI11_PARSE(app, argc, argv);

@@ -50,6 +50,32 @@ void TimeStat::add(int64_t gpu_start, int64_t gpu_end) {
   total_ns += d;
 }
 
+void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
+                    uint32_t ops) {
+  int64_t cpu = std::max<int64_t>(0, cpu_end - cpu_begin);
+  ++count;
+  cpu_min_ns = count == 1 ? cpu : std::min(cpu_min_ns, cpu);
+  cpu_max_ns = std::max(cpu_max_ns, cpu);
+  cpu_total_ns += cpu;
+  if (gpu_start != 0 && gpu_end != 0 && gpu_end >= gpu_start) {
+    ++gpu_count;
+    gpu_total_ns += gpu_end - gpu_start;
+  }
+  gpu_ops += ops;
+}
+
+void RangeStat::merge(const RangeStat& o) {
+  if (o.count) {
+    cpu_min_ns = count ? std::min(cpu_min_ns, o.cpu_min_ns) : o.cpu_min_ns;
+    cpu_max_ns = std::max(cpu_max_ns, o.cpu_max_ns);
+  }
+  count += o.count;
+  cpu_total_ns += o.cpu_total_ns;
+  gpu_count += o.gpu_count;
+  gpu_total_ns += o.gpu_total_ns;
+  gpu_ops += o.gpu_ops;
+}
+
 void TimeStat::merge(const TimeStat& o) {
   if (o.timed()) {
     min_ns = timed() ? std::min(min_ns, o.min_ns) : o.min_ns;
@@ -62,6 +88,27 @@ void TimeStat::merge(const TimeStat& o) {
 
 struct SummaryModel::FileTotals {
   std::unordered_map<uint32_t, TimeStat> kernels;  // by name string id
+  // Ranges by (domain string id << 32 | name string id); at most kMaxRangeNames keys, the rest
+  // in other_ranges. Marks by name string id, likewise.
+  std::unordered_map<uint64_t, RangeStat> ranges;
+  RangeStat other_ranges;
+  std::unordered_map<uint32_t, uint64_t> marks;
+  uint64_t other_marks = 0;
+
+  void add_range(const fmt::RangeRec& g) {
+    uint64_t key = uint64_t(g.domain_id) << 32 | g.name_id;
+    auto it = ranges.find(key);
+    RangeStat* st = it != ranges.end()            ? &it->second
+                    : ranges.size() < kMaxRangeNames ? &ranges[key]
+                                                     : &other_ranges;
+    st->add(g.cpu_begin, g.cpu_end, g.gpu_start, g.gpu_end, g.gpu_ops);
+  }
+  void add_mark(uint32_t name_id) {
+    auto it = marks.find(name_id);
+    if (it != marks.end()) ++it->second;
+    else if (marks.size() < kMaxMarkNames) marks[name_id] = 1;
+    else ++other_marks;
+  }
 };
 
 bool SummaryModel::add(TraceReader& r) {
@@ -104,6 +151,12 @@ bool SummaryModel::add(TraceReader& r) {
       case fmt::RecType::Api:
         api_errors_ += is_error(rec.as<fmt::ApiRec>().result);
         break;
+      case fmt::RecType::Range:  // the size check matters only to a reader that predates Range
+        if (rec.size() >= sizeof(fmt::RangeRec)) t.add_range(rec.as<fmt::RangeRec>());
+        break;
+      case fmt::RecType::Mark:
+        if (rec.size() >= sizeof(fmt::MarkRec)) t.add_mark(rec.as<fmt::MarkRec>().name_id);
+        break;
       default:
         break;
     }
@@ -116,6 +169,37 @@ bool SummaryModel::add(TraceReader& r) {
 
 void SummaryModel::merge_file(const TraceReader& r, FileTotals& t) {
   for (const auto& [id, stat] : t.kernels) kernels_[std::string(r.str(id))].merge(stat);
+
+  // In id order (ids are assigned in order of first use), so that which names are kept when
+  // the name limit is reached does not depend on hash order.
+  std::vector<std::pair<uint64_t, const RangeStat*>> ranges;
+  ranges.reserve(t.ranges.size());
+  for (const auto& [key, stat] : t.ranges) ranges.emplace_back(key, &stat);
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+    uint32_t na = uint32_t(a.first), nb = uint32_t(b.first);
+    return na != nb ? na < nb : a.first < b.first;
+  });
+  RangeStat other = t.other_ranges;
+  for (const auto& [key, stat] : ranges) {
+    RangeKey k{std::string(r.str(uint32_t(key >> 32))), std::string(r.str(uint32_t(key)))};
+    auto it = ranges_.find(k);
+    if (it != ranges_.end()) it->second.merge(*stat);
+    else if (ranges_.size() < kMaxRangeNames) ranges_.emplace(std::move(k), *stat);
+    else other.merge(*stat);
+  }
+  if (other.count) ranges_[RangeKey{"", kOtherNames}].merge(other);
+
+  std::vector<std::pair<uint32_t, uint64_t>> marks(t.marks.begin(), t.marks.end());
+  std::sort(marks.begin(), marks.end());
+  uint64_t other_marks = t.other_marks;
+  for (const auto& [id, n] : marks) {
+    std::string name(r.str(id));
+    auto it = marks_.find(name);
+    if (it != marks_.end()) it->second += n;
+    else if (marks_.size() < kMaxMarkNames) marks_.emplace(std::move(name), n);
+    else other_marks += n;
+  }
+  if (other_marks) marks_[kOtherNames] += other_marks;
 }
 
 void SummaryModel::add_file_summary(const TraceReader& r, bool read_ok) {
@@ -154,6 +238,27 @@ std::vector<KernelStat> SummaryModel::kernels() const {
   return out;
 }
 
+std::vector<RangeSummary> SummaryModel::ranges() const {
+  std::vector<RangeSummary> out;
+  out.reserve(ranges_.size());
+  for (const auto& [key, stat] : ranges_) out.push_back({key.name, key.domain, stat});
+  std::sort(out.begin(), out.end(), [](const RangeSummary& a, const RangeSummary& b) {
+    if (a.stat.cpu_total_ns != b.stat.cpu_total_ns) return a.stat.cpu_total_ns > b.stat.cpu_total_ns;
+    if (a.stat.count != b.stat.count) return a.stat.count > b.stat.count;
+    if (a.name != b.name) return a.name < b.name;
+    return a.domain < b.domain;
+  });
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> SummaryModel::marks() const {
+  std::vector<std::pair<std::string, uint64_t>> out(marks_.begin(), marks_.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return out;
+}
+
 uint64_t SummaryModel::dropped_records() const {
   uint64_t n = 0;
   for (const FileSummary& f : files_) n += f.dropped;
@@ -188,6 +293,23 @@ nlohmann::ordered_json SummaryModel::to_json() const {
     syncs[sync_kind_name(0)] = {{"count", syncs_[0].count}, {"total_ns", syncs_[0].total_ns}};
   }
   j["syncs"] = syncs;
+  j["ranges"] = nlohmann::ordered_json::array();
+  for (const RangeSummary& g : ranges()) {
+    j["ranges"].push_back({{"name", g.name},
+                           {"domain", g.domain},
+                           {"count", g.stat.count},
+                           {"cpu_total_ns", g.stat.cpu_total_ns},
+                           {"cpu_mean_ns", g.stat.cpu_mean_ns()},
+                           {"cpu_min_ns", g.stat.cpu_min_ns},
+                           {"cpu_max_ns", g.stat.cpu_max_ns},
+                           {"gpu_count", g.stat.gpu_count},
+                           {"gpu_total_ns", g.stat.gpu_total_ns},
+                           {"gpu_mean_ns", g.stat.gpu_mean_ns()},
+                           {"gpu_ops", g.stat.gpu_ops}});
+  }
+  nlohmann::ordered_json marks = nlohmann::ordered_json::object();
+  for (const auto& [name, n] : this->marks()) marks[name] = n;
+  j["marks"] = marks;
   j["ranks"] = nlohmann::ordered_json::array();
   for (const FileSummary& f : files_) {
     j["ranks"].push_back({{"rank", f.rank},

@@ -1,15 +1,24 @@
 // Aggregation behind `cutrace summary` (and later reports and exports): streams trace files and
-// keeps per-kernel-name, per-copy-kind and per-sync-kind totals plus one line per file.
+// keeps per-kernel-name, per-copy-kind and per-sync-kind totals, per-range-name totals (NVTX
+// ranges and cutrace annotations), mark counts, plus one line per file.
 //
 // GPU time is gpu_end - gpu_start, counted only when both are non-zero and end >= start; other
 // operations are "untimed". `count` includes untimed operations; mean = total / timed count.
 // Operations issued while a stream was capturing a CUDA graph did not run then: they are only
 // counted in captured_ops (the graph launch is a Kernel record of kind Graph).
+//
+// Ranges (Range records) are grouped by (domain, name). CPU time is cpu_end - cpu_begin (never
+// negative); the GPU projection gpu_end - gpu_start counts only when both are non-zero and
+// end >= start (gpu_count of them); gpu_ops sums the operations launched inside. Memory stays
+// bounded: at most kMaxRangeNames distinct (domain, name) pairs and kMaxMarkNames mark names are
+// kept, in the order first met; later names are summed under kOtherNames ("(other names)").
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +56,27 @@ struct SyncStat {  // CPU time blocked in the call: cpu_end - cpu_begin
   int64_t total_ns = 0;
 };
 
+struct RangeStat {
+  uint64_t count = 0;
+  int64_t cpu_total_ns = 0;
+  int64_t cpu_min_ns = 0;
+  int64_t cpu_max_ns = 0;
+  uint64_t gpu_count = 0;  // ranges with a GPU projection
+  int64_t gpu_total_ns = 0;
+  uint64_t gpu_ops = 0;
+
+  void add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t ops);
+  void merge(const RangeStat& o);
+  int64_t cpu_mean_ns() const { return count ? cpu_total_ns / int64_t(count) : 0; }
+  int64_t gpu_mean_ns() const { return gpu_count ? gpu_total_ns / int64_t(gpu_count) : 0; }
+};
+
+struct RangeSummary {
+  std::string name;
+  std::string domain;  // "" = the default domain
+  RangeStat stat;
+};
+
 struct DeviceInfo {
   uint16_t device = 0;
   std::string name;
@@ -73,6 +103,9 @@ class SummaryModel {
  public:
   static constexpr size_t kCopyKinds = 6;  // fmt::CopyKind Unknown..PtoP
   static constexpr size_t kSyncKinds = 7;  // 0 (unknown) + fmt::SyncKind Context..EventQuery
+  static constexpr size_t kMaxRangeNames = 10000;  // distinct (domain, name) pairs kept
+  static constexpr size_t kMaxMarkNames = 10000;
+  static constexpr const char* kOtherNames = "(other names)";
 
   // Streams one file (from its start) into the totals. False on a read error.
   bool add(TraceReader& r);
@@ -81,6 +114,9 @@ class SummaryModel {
   const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
   const CopyStat& memsets() const { return memset_; }
   const SyncStat& sync_kind(size_t kind) const { return syncs_[kind]; }
+  // Sorted by cpu_total_ns desc, count desc, name, domain.
+  std::vector<RangeSummary> ranges() const;
+  std::vector<std::pair<std::string, uint64_t>> marks() const;  // sorted by count desc, name
   const std::vector<FileSummary>& files() const { return files_; }  // sorted by rank, file
   uint64_t dropped_records() const;
   uint64_t api_errors() const { return api_errors_; }
@@ -95,7 +131,19 @@ class SummaryModel {
   void merge_file(const TraceReader& r, FileTotals& t);
   void add_file_summary(const TraceReader& r, bool read_ok);
 
+  struct RangeKey {
+    std::string domain, name;
+    bool operator==(const RangeKey& o) const { return domain == o.domain && name == o.name; }
+  };
+  struct RangeKeyHash {
+    size_t operator()(const RangeKey& k) const {
+      return std::hash<std::string>()(k.name) * 31 + std::hash<std::string>()(k.domain);
+    }
+  };
+
   std::unordered_map<std::string, TimeStat> kernels_;
+  std::unordered_map<RangeKey, RangeStat, RangeKeyHash> ranges_;  // kOtherNames included
+  std::unordered_map<std::string, uint64_t> marks_;
   std::array<CopyStat, kCopyKinds> memcpy_{};
   CopyStat memset_;
   std::array<SyncStat, kSyncKinds> syncs_{};

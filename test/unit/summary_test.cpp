@@ -72,6 +72,37 @@ class TraceBuilder {
     a.result = result;
     w_.add(a, fmt::RecType::Api);
   }
+  // gpu_ns < 0: no GPU projection (no timed GPU work inside). cpu_ns < 0: end before begin.
+  void range(const char* name, int64_t cpu_ns, int64_t gpu_ns, uint32_t ops,
+             const char* domain = nullptr, fmt::RangeKind kind = fmt::RangeKind::PushPop,
+             fmt::RangeSource source = fmt::RangeSource::Api, uint16_t depth = 0) {
+    fmt::RangeRec g{};
+    g.cpu_begin = now_ += 10000;
+    g.cpu_end = g.cpu_begin + cpu_ns;
+    if (gpu_ns >= 0) {
+      g.gpu_start = g.cpu_begin + 500;
+      g.gpu_end = g.gpu_start + gpu_ns;
+    }
+    g.id = ++range_id_;
+    g.tid = 42;
+    g.end_tid = kind == fmt::RangeKind::StartEnd ? 43 : 42;
+    g.name_id = w_.intern(name);
+    g.domain_id = domain ? w_.intern(domain) : 0;
+    g.color = 0xff00ff00;
+    g.gpu_ops = ops;
+    g.depth = depth;
+    g.kind = uint8_t(kind);
+    g.source = uint8_t(source);
+    w_.add(g, fmt::RecType::Range);
+  }
+  void mark(const char* name, fmt::RangeSource source = fmt::RangeSource::Api) {
+    fmt::MarkRec k{};
+    k.ts = now_ += 1000;
+    k.tid = 42;
+    k.name_id = w_.intern(name);
+    k.source = uint8_t(source);
+    w_.add(k, fmt::RecType::Mark);
+  }
   void dropped(uint64_t n) {
     fmt::DroppedRec d{};
     d.count = n;
@@ -93,6 +124,7 @@ class TraceBuilder {
 
   TraceWriter w_;
   uint64_t corr_ = 0;
+  uint64_t range_id_ = 0;
   int64_t now_ = 1000000;
 };
 
@@ -114,6 +146,14 @@ void build_traces(std::string* rank1, std::string* rank0) {
   a.sync(fmt::SyncKind::Context, 100, 1);
   a.api(0);
   a.api(719);
+  a.range("step", 1000, 600, 3);
+  a.range("fwd", 400, 300, 2, nullptr, fmt::RangeKind::PushPop, fmt::RangeSource::Nvtx, 1);
+  a.range("step", 3000, -1, 0);
+  a.range("io", 5000, -1, 0, "data", fmt::RangeKind::StartEnd, fmt::RangeSource::Nvtx);
+  a.range("bad", -10, -5, 1);  // both clocks backwards: CPU 0, no GPU projection
+  a.mark("epoch");
+  a.mark("ckpt");
+  a.mark("epoch", fmt::RangeSource::Nvtx);
   a.dropped(5);
   a.close(5);
 
@@ -121,6 +161,10 @@ void build_traces(std::string* rank1, std::string* rank0) {
   b.kernel("relu", 70);
   b.kernel("gemm", 400);
   b.memcpy(fmt::CopyKind::DtoD, 2048, 4);
+  b.mark("epoch");
+  b.range("io", 1000, -1, 0, "data", fmt::RangeKind::StartEnd);  // ids interned in another order
+  b.range("step", 2000, 800, 4);
+  b.range("io", 700, 100, 1);  // same name, default domain: a different range name
   b.dropped(3);
 }
 
@@ -172,6 +216,99 @@ TEST_CASE("summary totals of a synthetic run") {
   CHECK_FALSE(m.files()[0].status.complete);
   CHECK(m.files()[1].status.complete);
   CHECK(m.files()[1].devices.at(0).name == "NVIDIA H200");
+
+  std::vector<RangeSummary> rs = m.ranges();
+  REQUIRE(rs.size() == 5);
+  CHECK(rs[0].name == "step");  // ties with data:io on CPU total: more ranges first
+  CHECK(rs[0].domain == "");
+  CHECK(rs[0].stat.count == 3);
+  CHECK(rs[0].stat.cpu_total_ns == 6000);
+  CHECK(rs[0].stat.cpu_mean_ns() == 2000);
+  CHECK(rs[0].stat.cpu_min_ns == 1000);
+  CHECK(rs[0].stat.cpu_max_ns == 3000);
+  CHECK(rs[0].stat.gpu_count == 2);
+  CHECK(rs[0].stat.gpu_total_ns == 1400);
+  CHECK(rs[0].stat.gpu_mean_ns() == 700);
+  CHECK(rs[0].stat.gpu_ops == 7);
+  CHECK(rs[1].name == "io");
+  CHECK(rs[1].domain == "data");
+  CHECK(rs[1].stat.count == 2);
+  CHECK(rs[1].stat.cpu_min_ns == 1000);
+  CHECK(rs[1].stat.gpu_count == 0);
+  CHECK(rs[1].stat.gpu_mean_ns() == 0);
+  CHECK(rs[2].name == "io");
+  CHECK(rs[2].domain == "");
+  CHECK(rs[2].stat.gpu_total_ns == 100);
+  CHECK(rs[3].name == "fwd");
+  CHECK(rs[4].name == "bad");
+  CHECK(rs[4].stat.cpu_total_ns == 0);
+  CHECK(rs[4].stat.gpu_count == 0);
+  CHECK(rs[4].stat.gpu_ops == 1);
+  auto marks = m.marks();
+  REQUIRE(marks.size() == 2);
+  CHECK(marks[0] == std::pair<std::string, uint64_t>{"epoch", 3});
+  CHECK(marks[1] == std::pair<std::string, uint64_t>{"ckpt", 1});
+}
+
+TEST_CASE("range and mark names beyond the limit are summed as other names") {
+  const size_t n = SummaryModel::kMaxRangeNames + 5;
+  static_assert(SummaryModel::kMaxRangeNames == SummaryModel::kMaxMarkNames);
+  std::string file1, file2;
+  for (std::string* out : {&file1, &file2}) {
+    TraceBuilder b(out, out == &file1 ? 0 : 1, 10);
+    for (size_t i = 0; i < n; ++i) {
+      std::string name = "step_" + std::to_string(i);
+      b.range(name.c_str(), 10, 5, 1);
+      b.mark(name.c_str());
+    }
+    b.close(0);
+  }
+  SummaryModel m;
+  for (std::string* bytes : {&file1, &file2}) {
+    TraceReader r;
+    std::string err;
+    REQUIRE(r.open_memory(*bytes, "f.cutrace", &err));
+    REQUIRE(m.add(r));
+  }
+  std::vector<RangeSummary> rs = m.ranges();
+  REQUIRE(rs.size() == SummaryModel::kMaxRangeNames + 1);
+  uint64_t total = 0;
+  const RangeSummary* other = nullptr;
+  for (const RangeSummary& g : rs) {
+    total += g.stat.count;
+    if (g.name == SummaryModel::kOtherNames) other = &g;
+    else CHECK(g.stat.count == 2);
+  }
+  CHECK(total == 2 * n);
+  REQUIRE(other != nullptr);
+  CHECK(other->stat.count == 10);  // step_10000..step_10004 of both files
+  CHECK(other->stat.gpu_total_ns == 50);
+  auto marks = m.marks();
+  REQUIRE(marks.size() == SummaryModel::kMaxMarkNames + 1);
+  CHECK(marks[0] == std::pair<std::string, uint64_t>{SummaryModel::kOtherNames, 10});
+}
+
+TEST_CASE("range statistics merge like a single stream") {
+  RangeStat a, b, all;
+  a.add(0, 30, 5, 25, 2);
+  all.add(0, 30, 5, 25, 2);
+  b.add(100, 110, 0, 50, 1);  // GPU start unknown: no projection
+  all.add(100, 110, 0, 50, 1);
+  b.add(200, 205, 210, 260, 3);
+  all.add(200, 205, 210, 260, 3);
+  a.merge(b);
+  CHECK(a.count == 3);
+  CHECK(a.cpu_total_ns == all.cpu_total_ns);
+  CHECK(a.cpu_min_ns == 5);
+  CHECK(a.cpu_max_ns == 30);
+  CHECK(a.gpu_count == 2);
+  CHECK(a.gpu_total_ns == 70);
+  CHECK(a.gpu_mean_ns() == 35);
+  CHECK(a.gpu_ops == 6);
+  RangeStat empty;
+  empty.merge(RangeStat{});
+  CHECK(empty.cpu_mean_ns() == 0);
+  CHECK(empty.gpu_mean_ns() == 0);
 }
 
 TEST_CASE("summary JSON matches the golden file") {

@@ -1,0 +1,49 @@
+// NVTX ranges and annotations on the collector side: the ranges open on each thread (push/pop)
+// and in the process (start/end), and their GPU projection: the span from the earliest start to
+// the latest end of the GPU work launched while the range was open. A range is written once it
+// is closed and every GPU operation launched inside it has its times.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+#include "collector/format.h"
+#include "collector/writer.h"
+
+namespace cutrace {
+
+struct OpenRange {
+  fmt::RangeRec rec;
+  uint32_t pending = 0;  // GPU operations inside whose times are not known yet
+  bool closed = false;
+};
+
+class RangeTracker {
+ public:
+  explicit RangeTracker(TraceWriter& w) : w_(w) {}
+  struct Attrs {
+    uint32_t name_id, domain_id, category, color;
+    uint8_t source;
+  };
+  void push(uint32_t tid, int64_t ts, const Attrs& a);
+  void pop(uint32_t tid, int64_t ts);
+  void start(uint64_t id, uint32_t tid, int64_t ts, const Attrs& a);
+  void end(uint64_t id, uint32_t tid, int64_t ts);
+  // The ranges a GPU operation launched now by `tid` belongs to (each now waits for it).
+  void attach(uint32_t tid, std::vector<OpenRange*>* out);
+  // That operation's GPU times are known (0 = none).
+  void op_done(const std::vector<OpenRange*>& ranges, int64_t gpu_start, int64_t gpu_end);
+  // End of capture: ranges never closed are written with cpu_end = 0.
+  void finish();
+
+ private:
+  OpenRange* open(uint32_t tid, int64_t ts, const Attrs& a, fmt::RangeKind kind, uint64_t id);
+  void close(OpenRange* r, uint32_t tid, int64_t ts);
+  void maybe_write(OpenRange* r);
+
+  TraceWriter& w_;
+  std::unordered_map<uint32_t, std::vector<OpenRange*>> stacks_;  // tid -> push/pop stack
+  std::unordered_map<uint64_t, OpenRange*> started_;              // start/end ranges by id
+  uint64_t next_id_ = 1ull << 62;  // push/pop range ids (NVTX start/end ids stay below)
+};
+
+}  // namespace cutrace

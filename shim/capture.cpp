@@ -1,0 +1,73 @@
+#include "shim/capture.h"
+#include <fnmatch.h>
+#include <atomic>
+#include "collector/collector.h"
+#include "collector/format.h"
+#include "shim/config.h"
+#include "shim/thread_state.h"
+#include "shim/ticks.h"
+
+namespace cutrace {
+namespace {
+
+// Publishes a window edge through the calling thread's ring so that it sorts with its records.
+void publish_edge(fmt::WindowEdge edge, const char* reason) {
+  if (t_in_shim) return;
+  ThreadState* ts = thread_state();  // starts the collector if needed
+  if (!ts) return;
+  RawRecord* r = ts->ring.reserve();
+  if (!r) return;  // ring full: the collector still sees the flag change (written then)
+  r->kind = RawKind::Window;
+  r->sub = uint8_t(edge);
+  r->flags = 0, r->api = 0, r->result = 0, r->corr = ts->next_corr();
+  r->ctx = nullptr, r->stream = nullptr, r->ev_start = r->ev_end = nullptr;
+  r->nvtx.name = reason;  // a string literal
+  r->t0 = r->t1 = ticks();
+  ts->ring.commit();
+}
+
+// NVTX trigger state: ranges matching the pattern seen so far, and the depth of the one that
+// opened the window (push/pop nesting on the thread that opened it).
+std::atomic<long> g_matches{0};
+__thread int t_depth = 0;
+__thread int t_window_depth = -1;
+
+}  // namespace
+
+void capture_begin_from_app(const char* reason) {
+  if (!config().enabled || g_capture_on.load(std::memory_order_relaxed)) return;
+  if (!collector_ensure_started()) return;
+  g_capture_on.store(true, std::memory_order_relaxed);
+  publish_edge(fmt::WindowEdge::Begin, reason);
+}
+
+void capture_end_from_app(const char* reason) {
+  if (!g_capture_on.load(std::memory_order_relaxed)) return;
+  publish_edge(fmt::WindowEdge::End, reason);
+  g_capture_on.store(false, std::memory_order_relaxed);
+}
+
+void capture_nvtx_push(const char* name) {
+  const Config& c = config();
+  int depth = t_depth++;
+  if (c.capture != CaptureRange::Nvtx || !name || fnmatch(c.nvtx_glob.c_str(), name, 0) != 0) return;
+  long k = g_matches.fetch_add(1, std::memory_order_relaxed);
+  bool wanted = k >= c.steps_first && (c.steps_last < 0 || k <= c.steps_last);
+  if (wanted && !g_capture_on.load(std::memory_order_relaxed)) {
+    t_window_depth = depth;
+    capture_begin_from_app("nvtx");
+  }
+}
+
+void capture_nvtx_pop() {
+  const Config& c = config();
+  if (t_depth > 0) --t_depth;
+  if (c.capture != CaptureRange::Nvtx || t_window_depth != t_depth) return;
+  long seen = g_matches.load(std::memory_order_relaxed);
+  if (c.steps_last >= 0 && seen > c.steps_last) {  // the last wanted range just ended
+    t_window_depth = -1;
+    capture_end_from_app("nvtx");
+  }
+}
+
+}  // namespace cutrace

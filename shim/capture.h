@@ -1,0 +1,18 @@
+// Capture windows. Outside a window every wrapper takes the one relaxed check and forwards; no
+// record, no event. Each window's edges are written to the trace (WindowRec) in order with the
+// records around them.
+#pragma once
+#include <cstdint>
+
+namespace cutrace {
+
+// From an application thread (cuProfilerStart/Stop, the C API, an NVTX trigger range).
+void capture_begin_from_app(const char* reason);
+void capture_end_from_app(const char* reason);
+
+// NVTX trigger (CUTRACE_CAPTURE_RANGE=nvtx): called for every range push/start and pop/end,
+// even while capture is off. `name` may be null for pops.
+void capture_nvtx_push(const char* name);
+void capture_nvtx_pop();
+
+}  // namespace cutrace
