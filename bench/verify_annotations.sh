@@ -5,6 +5,8 @@ set -u
 OUT=${1:-/tmp/cutrace-annot}; W=${WORKLOADS:-../shared/workloads}; CT=${CUTRACE:-$PWD/build/bin/cutrace}
 mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
 step() { echo; echo "=== $*"; }
+# SKIP_STEPS=1 skips the first two sections (step ranges and the 10-step window).
+if [ "${SKIP_STEPS:-0}" != 1 ]; then
 
 step "GPT small --nvtx: step ranges vs measured step wall time"
 $CT record -o "$OUT/steps" -- python3 "$W/train_gpt.py" --preset small --nvtx > "$OUT/steps.out"
@@ -21,10 +23,12 @@ print('step ranges in the trace:', steps)
 print('kernels in the trace:', sum(k['count'] for k in s['kernels']))"
 $CT dump "$OUT"/window/*.cutrace --type Window | grep Window
 
+fi
+
 step "Overhead outside a window (--capture-range=manual, never started) vs no cutrace, interleaved"
 for rep in 1 2 3; do
   python3 "$W/train_gpt.py" --preset small | tail -1 > "$OUT/base.$rep"
-  $CT record -o "$OUT/idle.$rep" --capture-range manual -- python3 "$W/train_gpt.py" --preset small | tail -1 > "$OUT/idle.$rep"
+  $CT record -o "$OUT/idle_trace.$rep" --capture-range manual -- python3 "$W/train_gpt.py" --preset small | tail -1 > "$OUT/idle.$rep"
 done
 python3 - "$OUT" <<'PY'
 import json, statistics, sys
@@ -40,5 +44,4 @@ $CT record -o "$OUT/emit" -- python3 bench/gpu/emit_nvtx.py
 $CT summary "$OUT/emit" --top 8 | sed -n '/NVTX/,/^$/p' | head -14
 
 step "cutrace Python module: annotate cost vs torch.cuda.nvtx"
-PYTHONPATH=$PWD/python python3 bench/annotate_cost.py
-PYTHONPATH=$PWD/python $CT record -o "$OUT/annot" -- python3 bench/annotate_cost.py
+PYTHONPATH=$PWD/python python3 bench/annotate_cost.py --cutrace "$CT"

@@ -171,7 +171,7 @@ bool Collector::start() {
   for (size_t i = 0; i < func_count(); ++i) w_.api_name(uint16_t(i), api_name(uint16_t(i)));
   write_devices(w_);
   fmt::ClockSyncRec cs{};
-  cs.monotonic_ns = mono_ns(), cs.realtime_ns = real_ns();
+  clock_pair(&cs.monotonic_ns, &cs.realtime_ns);
   w_.add(cs, fmt::RecType::ClockSync);
   started_ns_ = cs.monotonic_ns;
   if (!cfg.deferred()) window_edge(fmt::WindowEdge::Begin, cs.monotonic_ns, "process");
@@ -253,14 +253,15 @@ void Collector::periodic(int64_t now) {
     if (g_timing == GpuTiming::Cupti) cupti_flush();
     last_clock_ = now;
   }
-  if (sample_period_ && now - last_sample_ >= sample_period_) {
+  // Samplers run inside capture windows only: outside them the job is left alone.
+  if (sample_period_ && now - last_sample_ >= sample_period_ && g_capture_on.load(std::memory_order_relaxed)) {
     cpu_.sample(w_, now);
     gpus_.sample(w_, now);
     last_sample_ = now;
   }
   if (now - last_flush_ >= kFlushNs) {
     fmt::ClockSyncRec cs{};
-    cs.monotonic_ns = mono_ns(), cs.realtime_ns = real_ns();
+    clock_pair(&cs.monotonic_ns, &cs.realtime_ns);
     w_.add(cs, fmt::RecType::ClockSync);
     w_.flush();
     last_flush_ = now;

@@ -22,6 +22,16 @@ inline int64_t real_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// CLOCK_MONOTONIC and CLOCK_REALTIME at the same instant: the realtime read sandwiched between
+// two monotonic reads, best of a few tries (the narrowest sandwich).
+inline void clock_pair(int64_t* mono, int64_t* real) {
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 4; ++i) {
+    int64_t a = mono_ns(), r = real_ns(), b = mono_ns();
+    if (b - a < best) best = b - a, *mono = a + (b - a) / 2, *real = r;
+  }
+}
+
 inline uint64_t ticks() {
 #if defined(__x86_64__)
   if (__builtin_expect(g_use_tsc, 1)) return __rdtsc();

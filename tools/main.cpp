@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   add_record_command(app);
   add_control_commands(app);
+  add_merge_command(app);
   add_dump_command(app);
   add_summary_command(app);
   CLI11_PARSE(app, argc, argv);
