@@ -51,7 +51,7 @@ $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 
 $(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) -static-libstdc++ -static-libgcc -lpthread
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -static-libstdc++ -static-libgcc -lpthread -ldl -lm
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
@@ -60,7 +60,7 @@ $(FAKE_SO): $(call obj,$(FAKE_SRC))
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) -lpthread -ldl
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lpthread -ldl -lm
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)

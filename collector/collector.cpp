@@ -125,7 +125,7 @@ void at_exit() { collector_shutdown(fmt::kEndClean); }
 void on_fatal_signal(int sig) {
   // Ask the collector to write what it has, wait for it (bounded), then die as before.
   g_fatal_signal.store(sig);
-  for (int i = 0; i < 400 && !g_signal_flushed.load(); ++i) {
+  for (int i = 0; i < 400 && g_state.load() == kRunning && !g_signal_flushed.load(); ++i) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, nullptr);
   }

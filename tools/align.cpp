@@ -39,7 +39,9 @@ bool read_rank(const std::string& file, RankClock* rc, RankData* d) {
         const auto& k = rec.as<fmt::KernelRec>();
         if (!k.op.gpu_end) break;
         std::string_view name = r.str(k.name_id);
-        if (name.substr(0, 4) == "nccl") d->nccl[std::string(name)].push_back({k.op.corr, k.op.gpu_end});
+        uint64_t corr = k.op.corr;  // copies: the record is a packed struct
+        int64_t end = k.op.gpu_end;
+        if (name.substr(0, 4) == "nccl") d->nccl[std::string(name)].push_back({corr, end});
         break;
       }
       default:

@@ -1,7 +1,10 @@
-// `cutrace summary DIR|FILE [--json] [--top N]`: where the GPU time went, across every trace of
-// a run. The aggregation is tools/summary_model; this file only renders it.
+// `cutrace summary DIR|FILE [--rank R] [--json] [--top N] [--window W] [--from NS --to NS]
+//                  [--step-pattern GLOB | --step-sync KIND]`:
+// where the GPU and CPU time went, across every trace of a run. The aggregation is
+// tools/summary_model; this file only renders it. docs/SUMMARY.md describes every table and key.
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -12,11 +15,16 @@
 
 namespace {
 
+using cutrace::Dist;
+using cutrace::FileSummary;
+using cutrace::GpuBreakdown;
 using cutrace::SummaryModel;
 using cutrace::tools::Align;
+using cutrace::tools::fraction;
 using cutrace::tools::human_bytes;
 using cutrace::tools::human_count;
 using cutrace::tools::human_ns;
+using cutrace::tools::percent;
 using cutrace::tools::Table;
 
 constexpr size_t kNameWidth = 80;
@@ -25,14 +33,23 @@ struct Options {
   std::string path;
   bool json = false;
   size_t top = 20;
+  int64_t rank = -1;
+  int64_t window = -1;
+  int64_t from_ns = std::numeric_limits<int64_t>::min();
+  int64_t to_ns = std::numeric_limits<int64_t>::max();
+  std::string step_pattern = cutrace::SummaryOptions{}.step_pattern;
+  std::string step_sync;
 };
+
+std::string ellipsize(const std::string& s) { return cutrace::tools::ellipsize(s, kNameWidth); }
+std::string rank_label(int64_t rank) { return rank < 0 ? "-" : std::to_string(rank); }
 
 std::string device_line(const cutrace::DeviceInfo& d) {
   return fmt::format("{}: {} (sm_{}{}, {} SMs, {})", d.device, d.name, d.cc_major, d.cc_minor,
                      d.sm_count, human_bytes(d.total_mem));
 }
 
-std::string status_line(const cutrace::FileSummary& f) {
+std::string status_line(const FileSummary& f) {
   const cutrace::ReadStatus& s = f.status;
   std::string out = s.complete ? "complete" : "truncated (no End record)";
   out += fmt::format(", blocks {}", human_count(s.blocks));
@@ -43,9 +60,9 @@ std::string status_line(const cutrace::FileSummary& f) {
 }
 
 void print_files(const SummaryModel& m) {
-  for (const cutrace::FileSummary& f : m.files()) {
+  for (const FileSummary& f : m.files()) {
     std::printf("%s\n", f.file.c_str());
-    std::string rank = f.rank < 0 ? "-" : std::to_string(f.rank);
+    std::string rank = rank_label(f.rank);
     if (f.world_size > 0) rank += fmt::format(" of {}", f.world_size);
     if (f.local_rank >= 0) rank += fmt::format(" (local {})", f.local_rank);
     std::printf("  host %s   rank %s   pid %lld   format %s\n",
@@ -55,17 +72,33 @@ void print_files(const SummaryModel& m) {
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
   }
+  const cutrace::SummaryOptions& o = m.options();
+  std::string filters;
+  if (o.rank) filters += fmt::format(" rank {}", *o.rank);
+  if (o.window) filters += fmt::format(" window {}", *o.window);
+  if (o.from_ns != std::numeric_limits<int64_t>::min()) filters += fmt::format(" from {}", o.from_ns);
+  if (o.to_ns != std::numeric_limits<int64_t>::max()) filters += fmt::format(" to {}", o.to_ns);
+  if (!filters.empty()) std::printf("Filters:%s (ns on each file's clock)\n", filters.c_str());
+  if (m.skipped_files()) std::printf("Files skipped by the filters: %s\n", human_count(m.skipped_files()).c_str());
+  for (const std::string& n : m.notes()) std::printf("Note: %s\n", n.c_str());
 }
 
-std::vector<std::string> kernel_row(const std::string& name, const cutrace::TimeStat& t,
-                                    int64_t all_ns) {
-  return {cutrace::tools::ellipsize(name, kNameWidth),
+void section(const std::string& title) { std::printf("\n%s\n", title.c_str()); }
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+std::vector<std::string> kernel_row(const std::string& name, const cutrace::TimeStat& t, int64_t all_ns,
+                                    bool exact_stats) {
+  const Dist& d = t.gpu;
+  return {ellipsize(name),
           human_count(t.count),
-          human_ns(t.total_ns),
+          human_ns(t.total_ns()),
+          percent(double(t.total_ns()), double(all_ns)),
           human_ns(t.mean_ns()),
-          human_ns(t.min_ns),
-          human_ns(t.max_ns),
-          cutrace::tools::percent(double(t.total_ns), double(all_ns)),
+          exact_stats ? human_ns(d.median()) : "",
+          human_ns(t.min_ns()),
+          human_ns(t.max_ns()),
+          exact_stats ? human_ns(d.stddev()) : "",
           t.untimed ? human_count(t.untimed) : ""};
 }
 
@@ -73,34 +106,122 @@ void print_kernels(const SummaryModel& m, size_t top) {
   std::vector<cutrace::KernelStat> ks = m.kernels();
   cutrace::TimeStat all;
   for (const auto& k : ks) all.merge(k.time);
-  std::printf("\nKernels: %s launches, %s GPU time, %s names\n", human_count(all.count).c_str(),
-              human_ns(all.total_ns).c_str(), human_count(ks.size()).c_str());
+  section(fmt::format("Kernels: {} launches, {} GPU time, {} names (by GPU time)", human_count(all.count),
+                      human_ns(all.total_ns()), human_count(ks.size())));
   if (ks.empty()) return;
   Table t({{"Name", Align::Left},
            {"Count", Align::Right},
            {"Total", Align::Right},
+           {"Time%", Align::Right},
            {"Mean", Align::Right},
+           {"Median", Align::Right},
            {"Min", Align::Right},
            {"Max", Align::Right},
-           {"Time%", Align::Right},
+           {"StdDev", Align::Right},
            {"Untimed", Align::Right}});
-  for (size_t i = 0; i < ks.size() && i < top; ++i) {
-    t.row(kernel_row(ks[i].name, ks[i].time, all.total_ns));
-  }
+  for (size_t i = 0; i < ks.size() && i < top; ++i) t.row(kernel_row(ks[i].name, ks[i].time, all.total_ns(), true));
   if (ks.size() > top) {
     cutrace::TimeStat rest;
     for (size_t i = top; i < ks.size(); ++i) rest.merge(ks[i].time);
-    t.row(kernel_row(fmt::format("(other {} names)", ks.size() - top), rest, all.total_ns));
+    t.row(kernel_row(fmt::format("(other {} names)", ks.size() - top), rest, all.total_ns(), false));
   }
   t.print(stdout);
+
+  std::vector<const cutrace::KernelStat*> by_count;
+  for (const auto& k : ks) by_count.push_back(&k);
+  std::stable_sort(by_count.begin(), by_count.end(), [](const auto* a, const auto* b) {
+    return a->time.count > b->time.count;
+  });
+  section("Kernels by launch count");
+  Table c({{"Name", Align::Left},
+           {"Count", Align::Right},
+           {"Count%", Align::Right},
+           {"Total", Align::Right},
+           {"Mean", Align::Right},
+           {"Median", Align::Right}});
+  uint64_t rest_n = 0;
+  int64_t rest_ns = 0;
+  for (size_t i = 0; i < by_count.size(); ++i) {
+    const cutrace::TimeStat& s = by_count[i]->time;
+    if (i >= top) {
+      rest_n += s.count;
+      rest_ns += s.total_ns();
+      continue;
+    }
+    c.row({ellipsize(by_count[i]->name), human_count(s.count), percent(double(s.count), double(all.count)),
+           human_ns(s.total_ns()), human_ns(s.mean_ns()), human_ns(s.gpu.median())});
+  }
+  if (by_count.size() > top) {
+    c.row({fmt::format("(other {} names)", by_count.size() - top), human_count(rest_n),
+           percent(double(rest_n), double(all.count)), human_ns(rest_ns), "", ""});
+  }
+  c.print(stdout);
 }
 
-std::vector<std::string> copy_row(const std::string& kind, const cutrace::CopyStat& c) {
+void print_precision(const nlohmann::ordered_json& j) {
+  section("Kernel precision (inferred from kernel names, see docs/SUMMARY.md)");
+  Table t({{"Precision", Align::Left},
+           {"Names", Align::Right},
+           {"Launches", Align::Right},
+           {"GPU time", Align::Right},
+           {"Time%", Align::Right}});
+  for (const auto& [name, p] : j["kernel_precision"].items()) {
+    if (p["count"].get<uint64_t>() == 0) continue;
+    t.row({name, human_count(p["names"]), human_count(p["count"]), human_ns(p["total_ns"]),
+           fraction(p["share"])});
+  }
+  if (t.empty()) std::printf("  none\n");
+  else t.print(stdout);
+}
+
+std::string dist_line(const Dist& d) {
+  return fmt::format("n={} mean {} median {} p90 {} p99 {} min {} max {} stddev {}", human_count(d.n),
+                     human_ns(d.mean()), human_ns(d.median()), human_ns(d.percentile(0.9)),
+                     human_ns(d.percentile(0.99)), human_ns(d.min), human_ns(d.max), human_ns(d.stddev()));
+}
+
+void print_launches(const SummaryModel& m) {
+  uint64_t timed = 0;
+  int64_t kernel_ns = 0;
+  for (const auto& k : m.kernels()) {
+    timed += k.time.timed();
+    kernel_ns += k.time.total_ns();
+  }
+  section(fmt::format("Short kernels (GPU time < {}): {} of {} timed launches ({}), {} of kernel GPU time ({})",
+                      human_ns(m.options().short_kernel_ns), human_count(m.short_kernels()), human_count(timed),
+                      percent(double(m.short_kernels()), double(timed)), human_ns(m.short_kernel_ns()),
+                      percent(double(m.short_kernel_ns()), double(kernel_ns))));
+  const Dist& l = m.launch_latency();
+  section("Launch latency (kernel GPU start - launch call return; measured starts only)");
+  if (l.n == 0) {
+    std::printf("  none: no kernel has a measured start (default timing mode infers starts;\n"
+                "  record with --gpu-timing cupti or exact)\n");
+    return;
+  }
+  std::printf("  all launches          %s\n", dist_line(l).c_str());
+  if (l.neg.count()) std::printf("                        %s started before the launch call returned\n",
+                                 human_count(l.neg.count()).c_str());
+  std::printf("  stream idle at launch %s\n", dist_line(m.launch_latency_idle()).c_str());
+  if (m.worst_launches().empty()) return;
+  std::printf("  Worst launches on an idle stream:\n");
+  Table t({{"Latency", Align::Right}, {"Rank", Align::Right}, {"Corr", Align::Right}, {"Kernel", Align::Left}});
+  for (const auto& w : m.worst_launches()) {
+    t.row({human_ns(w.latency_ns), rank_label(w.rank), std::to_string(w.corr), ellipsize(w.name)});
+  }
+  t.print(stdout, 4);
+}
+
+// ---- memory operations ---------------------------------------------------------------------------
+
+std::vector<std::string> copy_row(const std::string& kind, const cutrace::CopyStat& c, int64_t mem_ns) {
   return {kind,
           human_count(c.time.count),
           human_bytes(c.bytes),
-          human_ns(c.time.total_ns),
-          cutrace::tools::human_rate(c.timed_bytes, c.time.total_ns),
+          human_ns(c.time.total_ns()),
+          percent(double(c.time.total_ns()), double(mem_ns)),
+          human_ns(c.time.mean_ns()),
+          human_ns(c.time.gpu.median()),
+          cutrace::tools::human_rate(c.timed_bytes, c.time.total_ns()),
           c.time.untimed ? human_count(c.time.untimed) : ""};
 }
 
@@ -109,28 +230,145 @@ void print_copies(const SummaryModel& m) {
            {"Count", Align::Right},
            {"Bytes", Align::Right},
            {"Total", Align::Right},
+           {"Share", Align::Right},
+           {"Mean", Align::Right},
+           {"Median", Align::Right},
            {"Bandwidth", Align::Right},
            {"Untimed", Align::Right}});
+  int64_t mem_ns = m.memsets().time.total_ns();
   std::vector<std::pair<std::string, const cutrace::CopyStat*>> rows;
   for (size_t k = 0; k < SummaryModel::kCopyKinds; ++k) {
     const cutrace::CopyStat& c = m.memcpy_kind(k);
-    if (c.time.count) rows.emplace_back(cutrace::copy_kind_name(uint8_t(k)), &c);
+    mem_ns += c.time.total_ns();
+    if (c.time.count) rows.emplace_back("memcpy " + std::string(cutrace::copy_kind_name(uint8_t(k))), &c);
   }
+  if (m.memsets().time.count) rows.emplace_back("memset", &m.memsets());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.second->time.total_ns > b.second->time.total_ns;
+    return a.second->time.total_ns() > b.second->time.total_ns();
   });
-  for (const auto& [kind, c] : rows) t.row(copy_row("memcpy " + kind, *c));
-  if (m.memsets().time.count) t.row(copy_row("memset", m.memsets()));
-  std::printf("\nMemory copies and sets (GPU time)\n");
+  for (const auto& [kind, c] : rows) t.row(copy_row(kind, *c, mem_ns));
+  section("Memory copies and sets (GPU time; Share: of all memory-operation time)");
   if (t.empty()) std::printf("  none\n");
   else t.print(stdout);
+}
+
+// ---- GPU activity, breakdown, utilisation --------------------------------------------------------
+
+std::string nvml_util(const FileSummary& f, uint16_t device) {
+  for (const auto& s : f.nvml) {
+    if (s.device == device && s.samples) return fmt::format("{:.1f}%", s.util_mean());
+  }
+  return "-";
+}
+
+void print_activity(const SummaryModel& m) {
+  section("GPU activity per device (union of busy intervals; overlaps count once: kernel > memcpy > memset)");
+  Table t({{"Rank", Align::Right},
+           {"Dev", Align::Right},
+           {"Elapsed", Align::Right},
+           {"Busy", Align::Right},
+           {"Util", Align::Right},
+           {"NVML util", Align::Right},
+           {"Kernels", Align::Right},
+           {"Memcpy", Align::Right},
+           {"Memset", Align::Right},
+           {"Idle", Align::Right},
+           {"Late", Align::Right}});
+  for (const FileSummary& f : m.files()) {
+    for (const auto& a : f.activity) {
+      const GpuBreakdown& b = a.timeline;
+      double e = double(b.elapsed_ns());
+      t.row({rank_label(f.rank), std::to_string(a.device), human_ns(b.elapsed_ns()), human_ns(b.busy_ns()),
+             percent(double(b.busy_ns()), e), nvml_util(f, a.device), percent(double(b.kernel_ns()), e),
+             percent(double(b.memcpy_ns()), e), percent(double(b.memset_ns()), e), percent(double(b.idle_ns()), e),
+             b.late ? human_count(b.late) : ""});
+    }
+  }
+  if (t.empty()) {
+    std::printf("  none (no timed GPU operation)\n");
+    return;
+  }
+  t.print(stdout);
+
+  section("Temporal breakdown per rank (HTA-style, % of elapsed; idle = host wait + kernel wait)");
+  Table b({{"Rank", Align::Right},
+           {"Dev", Align::Right},
+           {"Compute", Align::Right},
+           {"Comm", Align::Right},
+           {"Memory", Align::Right},
+           {"Idle", Align::Right},
+           {"Host wait", Align::Right},
+           {"Kernel wait", Align::Right},
+           {"Comm||compute", Align::Right},
+           {"of comm", Align::Right}});
+  auto row = [&](const std::string& rank, const std::string& dev, const GpuBreakdown& g) {
+    double e = double(g.elapsed_ns());
+    b.row({rank, dev, percent(double(g.compute_ns()), e), percent(double(g.communication_ns()), e),
+           percent(double(g.memory_ns()), e), percent(double(g.idle_ns()), e), percent(double(g.host_wait_ns), e),
+           percent(double(g.kernel_wait_ns), e), human_ns(g.overlap_ns()),
+           percent(double(g.overlap_ns()), double(g.comm_total_ns()))});
+  };
+  size_t rows = 0;
+  for (const FileSummary& f : m.files()) {
+    for (const auto& a : f.activity) {
+      row(rank_label(f.rank), std::to_string(a.device), a.timeline);
+      ++rows;
+    }
+  }
+  if (rows > 1) row("all", "", m.total_breakdown());
+  b.print(stdout);
+
+  Table c({{"Rank", Align::Right}, {"Samples", Align::Right}, {"Host CPU", Align::Right},
+           {"Process CPU (of one core)", Align::Right}});
+  for (const FileSummary& f : m.files()) {
+    if (!f.cpu_samples) continue;
+    double n = double(f.cpu_samples);
+    c.row({rank_label(f.rank), human_count(f.cpu_samples),
+           fmt::format("{:.1f}% of {} cores", double(f.cpu_total_util_sum) / 100.0 / n, f.cpu_cores),
+           fmt::format("{:.1f}%", double(f.cpu_process_util_sum) / 100.0 / n)});
+  }
+  if (!c.empty()) {
+    section("CPU utilisation (CPU samples, mean)");
+    c.print(stdout);
+  }
+}
+
+// ---- host side -----------------------------------------------------------------------------------
+
+void print_apis(const SummaryModel& m, size_t top) {
+  std::vector<cutrace::ApiStat> as = m.apis();
+  section("CUDA API calls (CPU time in the call)");
+  if (as.empty()) {
+    std::printf("  none\n");
+    return;
+  }
+  Table t({{"API", Align::Left},
+           {"Count", Align::Right},
+           {"Total", Align::Right},
+           {"Mean", Align::Right},
+           {"Max", Align::Right}});
+  cutrace::CpuTimeStat rest;
+  for (size_t i = 0; i < as.size(); ++i) {
+    if (i >= top) {
+      rest.merge(as[i].time);
+      continue;
+    }
+    t.row({as[i].name, human_count(as[i].time.count), human_ns(as[i].time.total_ns), human_ns(as[i].time.mean_ns()),
+           human_ns(as[i].time.max_ns)});
+  }
+  if (as.size() > top) {
+    t.row({fmt::format("(other {} APIs)", as.size() - top), human_count(rest.count), human_ns(rest.total_ns),
+           human_ns(rest.mean_ns()), human_ns(rest.max_ns)});
+  }
+  t.print(stdout);
 }
 
 void print_syncs(const SummaryModel& m) {
   Table t({{"Kind", Align::Left},
            {"Count", Align::Right},
            {"Total", Align::Right},
-           {"Mean", Align::Right}});
+           {"Mean", Align::Right},
+           {"Max", Align::Right}});
   std::vector<size_t> kinds;
   for (size_t k = 0; k < SummaryModel::kSyncKinds; ++k) {
     if (m.sync_kind(k).count) kinds.push_back(k);
@@ -140,24 +378,27 @@ void print_syncs(const SummaryModel& m) {
   });
   for (size_t k : kinds) {
     const cutrace::SyncStat& s = m.sync_kind(k);
-    t.row({cutrace::sync_kind_name(uint8_t(k)), human_count(s.count), human_ns(s.total_ns),
-           human_ns(s.total_ns / int64_t(s.count))});
+    t.row({cutrace::sync_kind_name(uint8_t(k)), human_count(s.count), human_ns(s.total_ns), human_ns(s.mean_ns()),
+           human_ns(s.max_ns)});
   }
-  std::printf("\nSynchronisation (CPU time blocked)\n");
+  section("Synchronisation (CPU time blocked; no call stacks are recorded yet)");
   if (t.empty()) std::printf("  none\n");
   else t.print(stdout);
 }
 
-std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r) {
-  bool gpu = r.gpu_count != 0;
-  return {cutrace::tools::ellipsize(name, kNameWidth),
+std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r, bool exact_stats) {
+  bool gpu = r.gpu.n != 0;
+  return {ellipsize(name),
           human_count(r.count),
-          human_ns(r.cpu_total_ns),
-          human_ns(r.cpu_mean_ns()),
-          human_ns(r.cpu_min_ns),
-          human_ns(r.cpu_max_ns),
-          gpu ? human_ns(r.gpu_total_ns) : "-",
-          gpu ? human_ns(r.gpu_mean_ns()) : "-",
+          human_ns(r.cpu.sum),
+          human_ns(r.cpu.mean()),
+          exact_stats ? human_ns(r.cpu.median()) : "",
+          human_ns(r.cpu.min),
+          human_ns(r.cpu.max),
+          exact_stats ? human_ns(r.cpu.stddev()) : "",
+          gpu ? human_ns(r.gpu.sum) : "-",
+          gpu ? human_ns(r.gpu.mean()) : "-",
+          gpu && exact_stats ? human_ns(r.gpu.median()) : (gpu ? "" : "-"),
           human_count(r.gpu_ops)};
 }
 
@@ -173,25 +414,27 @@ void print_ranges(const SummaryModel& m, size_t top) {
   std::vector<cutrace::RangeSummary> rs = m.ranges();
   cutrace::RangeStat all;
   for (const auto& g : rs) all.merge(g.stat);
-  std::printf("\nNVTX ranges and annotations: %s ranges, %s names\n",
-              human_count(all.count).c_str(), human_count(rs.size()).c_str());
+  section(fmt::format("NVTX ranges and annotations: {} ranges, {} names", human_count(all.count),
+                      human_count(rs.size())));
   if (!rs.empty()) {
-    std::printf("  (CPU: range open to close; GPU: first start to last end of the GPU work "
-                "launched inside)\n");
+    std::printf("  (CPU: range open to close; GPU: first start to last end of the GPU work launched inside)\n");
     Table t({{"Name", Align::Left},
              {"Count", Align::Right},
              {"CPU total", Align::Right},
              {"CPU mean", Align::Right},
+             {"CPU median", Align::Right},
              {"CPU min", Align::Right},
              {"CPU max", Align::Right},
+             {"CPU stddev", Align::Right},
              {"GPU total", Align::Right},
              {"GPU mean", Align::Right},
+             {"GPU median", Align::Right},
              {"GPU ops", Align::Right}});
-    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i]), rs[i].stat));
+    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i]), rs[i].stat, true));
     if (rs.size() > top) {
       cutrace::RangeStat rest;
       for (size_t i = top; i < rs.size(); ++i) rest.merge(rs[i].stat);
-      t.row(range_row(fmt::format("(other {} names)", rs.size() - top), rest));
+      t.row(range_row(fmt::format("(other {} names)", rs.size() - top), rest, false));
     }
     t.print(stdout);
   }
@@ -199,7 +442,7 @@ void print_ranges(const SummaryModel& m, size_t top) {
   if (marks.empty()) return;
   uint64_t n = 0;
   for (const auto& mk : marks) n += mk.second;
-  std::printf("\nMarks: %s, %s names\n", human_count(n).c_str(), human_count(marks.size()).c_str());
+  section(fmt::format("Marks: {}, {} names", human_count(n), human_count(marks.size())));
   Table t({{"Name", Align::Left}, {"Count", Align::Right}});
   uint64_t rest = 0;
   for (size_t i = 0; i < marks.size(); ++i) {
@@ -207,19 +450,88 @@ void print_ranges(const SummaryModel& m, size_t top) {
       rest += marks[i].second;
       continue;
     }
-    t.row({cutrace::tools::ellipsize(name_label(marks[i].first), kNameWidth),
-           human_count(marks[i].second)});
+    t.row({ellipsize(name_label(marks[i].first)), human_count(marks[i].second)});
   }
   if (marks.size() > top) t.row({fmt::format("(other {} names)", marks.size() - top), human_count(rest)});
   t.print(stdout);
 }
 
+void print_steps(const SummaryModel& m) {
+  const cutrace::StepStats& s = m.steps();
+  section(fmt::format("Steps ({}): {}", m.step_source(), human_count(s.cpu.n)));
+  if (s.cpu.n == 0) {
+    std::printf("  none: no range matches the step pattern (--step-pattern GLOB), or steps are\n"
+                "  delimited by synchronisations (--step-sync context|stream|event)\n");
+    return;
+  }
+  Table t({{"", Align::Left},
+           {"Count", Align::Right},
+           {"Mean", Align::Right},
+           {"Median", Align::Right},
+           {"P90", Align::Right},
+           {"Min", Align::Right},
+           {"Max", Align::Right},
+           {"StdDev", Align::Right}});
+  t.row({"CPU (wall)", human_count(s.cpu.n), human_ns(s.cpu.mean()), human_ns(s.cpu_percentile(0.5)),
+         human_ns(s.cpu_percentile(0.9)), human_ns(s.cpu.min), human_ns(s.cpu.max), human_ns(s.cpu.stddev())});
+  if (s.gpu.n) {
+    t.row({"GPU (span)", human_count(s.gpu.n), human_ns(s.gpu.mean()), human_ns(s.gpu_percentile(0.5)),
+           human_ns(s.gpu_percentile(0.9)), human_ns(s.gpu.min), human_ns(s.gpu.max), human_ns(s.gpu.stddev())});
+  }
+  t.print(stdout);
+  std::vector<cutrace::HistBin> bins = s.bins(false);
+  uint64_t most = 0;
+  for (const auto& b : bins) most = std::max(most, b.count);
+  std::printf("\n  Step time (CPU) distribution%s\n", s.exact ? "" : " (from the log histogram)");
+  Table h({{"From", Align::Right}, {"To", Align::Right}, {"Steps", Align::Right}, {"", Align::Left}});
+  for (const auto& b : bins) {
+    h.row({human_ns(b.lo_ns), human_ns(b.hi_ns), human_count(b.count), cutrace::tools::bar(b.count, most, 40)});
+  }
+  h.print(stdout);
+}
+
+void print_ranks(const SummaryModel& m) {
+  if (m.files().size() < 2) return;
+  std::string criterion;
+  int slow = m.slowest_file(&criterion);
+  section(fmt::format("Per-rank comparison (* slowest by {})", criterion));
+  Table t({{"Rank", Align::Right},
+           {"Steps", Align::Right},
+           {"Step mean", Align::Right},
+           {"Step median", Align::Right},
+           {"Kernels", Align::Right},
+           {"Kernel time", Align::Right},
+           {"Comm time", Align::Right},
+           {"Compute time", Align::Right},
+           {"GPU busy", Align::Right},
+           {"Idle", Align::Right},
+           {"", Align::Left}});
+  for (size_t i = 0; i < m.files().size(); ++i) {
+    const FileSummary& f = m.files()[i];
+    GpuBreakdown b;
+    for (const auto& a : f.activity) b.merge(a.timeline);
+    bool steps = f.steps.cpu.n != 0;
+    t.row({rank_label(f.rank), human_count(f.steps.cpu.n), steps ? human_ns(f.steps.cpu.mean()) : "-",
+           steps ? human_ns(f.steps.cpu_percentile(0.5)) : "-", human_count(f.kernels), human_ns(f.kernel_ns),
+           human_ns(f.comm_kernel_ns), human_ns(f.kernel_ns - f.comm_kernel_ns), human_ns(b.busy_ns()),
+           percent(double(b.idle_ns()), double(b.elapsed_ns())), int(i) == slow ? "*" : ""});
+  }
+  t.print(stdout);
+}
+
 void print_text(const SummaryModel& m, size_t top) {
+  nlohmann::ordered_json j = m.to_json();
   print_files(m);
   print_kernels(m, top);
+  print_precision(j);
+  print_launches(m);
   print_copies(m);
+  print_activity(m);
+  print_apis(m, top);
   print_syncs(m);
   print_ranges(m, top);
+  print_steps(m);
+  print_ranks(m);
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
@@ -229,8 +541,21 @@ void print_text(const SummaryModel& m, size_t top) {
 }
 
 int run(const Options& o) {
+  cutrace::SummaryOptions so;
+  if (o.rank >= 0) so.rank = o.rank;
+  if (o.window >= 0) so.window = uint32_t(o.window);
+  so.from_ns = o.from_ns;
+  so.to_ns = o.to_ns;
+  so.step_pattern = o.step_pattern;
+  if (!o.step_sync.empty()) {
+    static const std::pair<const char*, cutrace::fmt::SyncKind> kinds[] = {
+        {"context", cutrace::fmt::SyncKind::Context}, {"stream", cutrace::fmt::SyncKind::Stream}, {"event", cutrace::fmt::SyncKind::Event}};
+    for (const auto& [name, kind] : kinds) {
+      if (o.step_sync == name) so.step_sync = uint8_t(kind);
+    }
+  }
   cutrace::TraceSet set(o.path);
-  SummaryModel model;
+  SummaryModel model(so);
   bool read_errors = false;
   size_t opened = set.for_each([&](cutrace::TraceReader& r) {
     if (!model.add(r)) {
@@ -251,9 +576,21 @@ void add_summary_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("summary", "Summarise the traces of a run (DIR) or one FILE");
   sub->add_option("path", o->path, "trace directory or .cutrace file")->required();
-  sub->add_flag("--json", o->json, "print the documented JSON document instead of tables");
-  sub->add_option("--top", o->top, "kernel, range and mark names listed before the rest are summed (default 20)")
+  sub->add_flag("--json", o->json, "print the documented JSON document (docs/SUMMARY.md) instead of tables");
+  sub->add_option("--top", o->top, "rows listed in each table before the rest are summed (default 20)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--rank", o->rank, "only the trace(s) of this rank")->check(CLI::NonNegativeNumber);
+  sub->add_option("--window", o->window, "only capture window W (its Window records' begin..end)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--from", o->from_ns, "only records from this time (ns, the file's CLOCK_MONOTONIC; by cpu_begin)");
+  sub->add_option("--to", o->to_ns, "only records up to this time (ns, inclusive)");
+  auto* pattern = sub->add_option("--step-pattern", o->step_pattern,
+                                  "ranges that are training steps: globs separated by '|' "
+                                  "(default 'step_[0-9]*|ProfilerStep#[0-9]*')");
+  sub->add_option("--step-sync", o->step_sync,
+                  "steps are the intervals between consecutive synchronisations of this kind")
+      ->check(CLI::IsMember({"context", "stream", "event"}))
+      ->excludes(pattern);
   sub->callback([o] {
     if (int rc = run(*o)) throw CLI::RuntimeError(rc);
   });

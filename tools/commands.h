@@ -10,3 +10,4 @@ void add_control_commands(CLI::App& app); // tools/cmd_control.cpp: start, stop
 void add_merge_command(CLI::App& app);    // tools/cmd_merge.cpp
 void add_dump_command(CLI::App& app);     // tools/cmd_dump.cpp
 void add_summary_command(CLI::App& app);  // tools/cmd_summary.cpp
+void add_export_command(CLI::App& app);   // tools/cmd_export.cpp: chrome, perfetto, sqlite

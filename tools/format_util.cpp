@@ -63,6 +63,14 @@ std::string percent(double part, double whole) {
   return ::fmt::format("{:.1f}%", 100.0 * part / whole);
 }
 
+std::string bar(uint64_t n, uint64_t max, size_t width) {
+  if (n == 0 || max == 0) return "";
+  size_t k = size_t(std::llround(double(width) * double(n) / double(max)));
+  return std::string(std::max<size_t>(k, 1), '#');
+}
+
+std::string fraction(double f) { return ::fmt::format("{:.1f}%", 100.0 * f); }
+
 std::string ellipsize(std::string_view s, size_t max_chars) {
   if (s.size() <= max_chars || max_chars < 8) return std::string(s);
   size_t head = (max_chars - 3) * 2 / 3;

@@ -1,7 +1,9 @@
 #include "tools/summary_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <memory>
 
 namespace cutrace {
 namespace {
@@ -14,6 +16,10 @@ bool is_error(int32_t result, uint8_t sync_kind = 0) {
   return result != 0 && !(query && result == kCudaErrorNotReady);
 }
 
+bool timed(int64_t gpu_start, int64_t gpu_end) {
+  return gpu_start != 0 && gpu_end != 0 && gpu_end >= gpu_start;
+}
+
 int64_t meta_int(const TraceReader& r, std::string_view key, int64_t fallback) {
   std::string v(r.meta(key));
   if (v.empty()) return fallback;
@@ -22,86 +28,445 @@ int64_t meta_int(const TraceReader& r, std::string_view key, int64_t fallback) {
   return *end == '\0' ? x : fallback;
 }
 
-void add_copy(CopyStat& c, const fmt::OpCommon& op, uint64_t bytes) {
-  uint64_t untimed_before = c.time.untimed;
-  c.time.add(op.gpu_start, op.gpu_end);
-  c.bytes += bytes;
-  if (c.time.untimed == untimed_before) c.timed_bytes += bytes;
+bool is_comm_kernel(std::string_view name) { return name.compare(0, 4, "nccl") == 0; }
+
+// ---- glob ------------------------------------------------------------------------------------
+
+// One alternative: '*', '?', [class].
+bool glob_one(std::string_view p, std::string_view t) {
+  size_t pi = 0, ti = 0, star_p = std::string_view::npos, star_t = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && p[pi] == '*') {
+      star_p = pi++;
+      star_t = ti;
+      continue;
+    }
+    bool ok = false;
+    size_t next = pi + 1;
+    if (pi < p.size() && p[pi] == '?') {
+      ok = true;
+    } else if (pi < p.size() && p[pi] == '[') {
+      size_t close = p.find(']', pi + 2);
+      if (close == std::string_view::npos) {
+        ok = t[ti] == '[';
+      } else {
+        size_t q = pi + 1;
+        bool negate = p[q] == '!' || p[q] == '^';
+        if (negate) ++q;
+        bool in = false;
+        for (; q < close; ++q) {
+          if (q + 2 < close && p[q + 1] == '-') {
+            in |= t[ti] >= p[q] && t[ti] <= p[q + 2];
+            q += 2;
+          } else {
+            in |= t[ti] == p[q];
+          }
+        }
+        ok = in != negate;
+        next = close + 1;
+      }
+    } else if (pi < p.size()) {
+      ok = p[pi] == t[ti];
+    }
+    if (ok) {
+      pi = next;
+      ++ti;
+    } else if (star_p != std::string_view::npos) {
+      pi = star_p + 1;
+      ti = ++star_t;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
 }
 
-nlohmann::ordered_json copy_json(const CopyStat& c) {
-  return {{"count", c.time.count},
-          {"bytes", c.bytes},
-          {"total_ns", c.time.total_ns},
-          {"untimed", c.time.untimed}};
+// ---- JSON helpers ----------------------------------------------------------------------------
+
+using Json = nlohmann::ordered_json;
+
+double share(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+Json dist_json(const Dist& d) {
+  return {{"count", d.n},
+          {"total_ns", d.sum},
+          {"mean_ns", d.mean()},
+          {"median_ns", d.median()},
+          {"p90_ns", d.percentile(0.9)},
+          {"p99_ns", d.percentile(0.99)},
+          {"min_ns", d.min},
+          {"max_ns", d.max},
+          {"stddev_ns", d.stddev()}};
 }
+
+Json copy_json(const CopyStat& c) {
+  const TimeStat& t = c.time;
+  return {{"count", t.count},
+          {"bytes", c.bytes},
+          {"total_ns", t.total_ns()},
+          {"untimed", t.untimed},
+          {"mean_ns", t.mean_ns()},
+          {"median_ns", t.gpu.median()},
+          {"min_ns", t.min_ns()},
+          {"max_ns", t.max_ns()},
+          {"stddev_ns", t.gpu.stddev()},
+          {"bandwidth_gbps", t.total_ns() > 0 ? double(c.timed_bytes) / double(t.total_ns()) : 0.0}};
+}
+
+Json bins_json(const std::vector<HistBin>& bins) {
+  Json a = Json::array();
+  for (const HistBin& b : bins) a.push_back({{"lo_ns", b.lo_ns}, {"hi_ns", b.hi_ns}, {"count", b.count}});
+  return a;
+}
+
+Json breakdown_json(const GpuBreakdown& b) {
+  return {{"compute_ns", b.compute_ns()},
+          {"communication_ns", b.communication_ns()},
+          {"memory_ns", b.memory_ns()},
+          {"idle_ns", b.idle_ns()},
+          {"host_wait_ns", b.host_wait_ns},
+          {"kernel_wait_ns", b.kernel_wait_ns},
+          {"idle_gaps", b.gaps},
+          {"host_wait_gaps", b.host_wait_gaps},
+          {"overlap_ns", b.overlap_ns()},
+          {"comm_total_ns", b.comm_total_ns()},
+          {"overlap_share", share(double(b.overlap_ns()), double(b.comm_total_ns()))}};
+}
+
+Json activity_json(const GpuBreakdown& b) {
+  return {{"elapsed_ns", b.elapsed_ns()},
+          {"busy_ns", b.busy_ns()},
+          {"utilization", share(double(b.busy_ns()), double(b.elapsed_ns()))},
+          {"kernel_ns", b.kernel_ns()},
+          {"memcpy_ns", b.memcpy_ns()},
+          {"memset_ns", b.memset_ns()},
+          {"idle_ns", b.idle_ns()}};
+}
+
+Json nvml_json(const NvmlStat& s) {
+  return {{"device", s.device},
+          {"samples", s.samples},
+          {"util_mean", s.util_mean()},
+          {"mem_util_mean", s.mem_util_mean()},
+          {"power_w_mean", s.power_w_mean()},
+          {"mem_used_max", s.mem_used_max}};
+}
+
+Json opt_int(bool has, int64_t v) { return has ? Json(v) : Json(nullptr); }
 
 }  // namespace
 
-void TimeStat::add(int64_t gpu_start, int64_t gpu_end) {
-  ++count;
-  if (gpu_start == 0 || gpu_end == 0 || gpu_end < gpu_start) {
-    ++untimed;
+bool glob_match(std::string_view pattern, std::string_view text) {
+  size_t start = 0;
+  for (;;) {
+    size_t bar = pattern.find('|', start);
+    if (glob_one(pattern.substr(start, bar == std::string_view::npos ? bar : bar - start), text)) return true;
+    if (bar == std::string_view::npos) return false;
+    start = bar + 1;
+  }
+}
+
+// ---- LogHistogram, Dist ----------------------------------------------------------------------
+
+int64_t LogHistogram::bucket_low(int b) {
+  if (b < (1 << kSubBits)) return b;
+  int e = (b >> kSubBits) + kSubBits - 1;
+  int64_t sub = b & ((1 << kSubBits) - 1);
+  return ((int64_t(1) << kSubBits) + sub) << (e - kSubBits);
+}
+
+int64_t LogHistogram::bucket_value(int b) {
+  int64_t lo = bucket_low(b);
+  if (b < (1 << kSubBits) || b + 1 >= kBuckets) return lo;
+  int64_t hi = bucket_low(b + 1) - 1;
+  return lo + (hi - lo + 1) / 2;
+}
+
+void LogHistogram::start() {
+  counts_.assign(size_t(kBuckets), 0);
+  for (size_t i = 0; i < n_; ++i) ++counts_[size_t(bucket(small_[i]))];
+}
+
+void LogHistogram::merge(const LogHistogram& o) {
+  if (o.n_ == 0) return;
+  if (o.counts_.empty()) {
+    for (size_t i = 0; i < o.n_; ++i) add(o.small_[i]);
     return;
   }
-  int64_t d = gpu_end - gpu_start;
-  min_ns = timed() == 1 ? d : std::min(min_ns, d);
-  max_ns = std::max(max_ns, d);
-  total_ns += d;
+  if (n_ == 0) {
+    *this = o;
+    return;
+  }
+  if (counts_.empty()) start();
+  for (size_t b = 0; b < counts_.size(); ++b) counts_[b] += o.counts_[b];
+  n_ += o.n_;
+}
+
+int64_t LogHistogram::at_rank(uint64_t k) const {
+  if (n_ == 0) return 0;
+  k = std::clamp<uint64_t>(k, 1, n_);
+  if (counts_.empty()) {
+    size_t m = std::min<size_t>(n_, kInline);
+    k = std::min<uint64_t>(k, m);
+    std::array<int64_t, kInline> v = small_;
+    std::nth_element(v.begin(), v.begin() + ptrdiff_t(k - 1), v.begin() + ptrdiff_t(m));
+    return v[k - 1];
+  }
+  uint64_t seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += counts_[size_t(b)];
+    if (seen >= k) return bucket_value(b);
+  }
+  return bucket_value(kBuckets - 1);
+}
+
+void Dist::merge(const Dist& o) {
+  if (o.n == 0) return;
+  min = n == 0 ? o.min : std::min(min, o.min);
+  max = n == 0 ? o.max : std::max(max, o.max);
+  n += o.n;
+  sum += o.sum;
+  sumsq += o.sumsq;
+  pos.merge(o.pos);
+  neg.merge(o.neg);
+}
+
+int64_t Dist::percentile(double p) const {
+  if (n == 0) return 0;
+  uint64_t k = uint64_t(std::ceil(std::clamp(p, 0.0, 1.0) * double(n)));
+  k = std::clamp<uint64_t>(k, 1, n);
+  if (k == 1) return min;  // the extremes are known exactly
+  if (k == n) return max;
+  int64_t v = k <= neg.count() ? -neg.at_rank(neg.count() - k + 1) : pos.at_rank(k - neg.count());
+  return std::clamp(v, min, max);
+}
+
+int64_t Dist::stddev() const {
+  if (n < 2) return 0;
+  __int128 m2 = sumsq - __int128(sum) * sum / __int128(n);  // n * variance, exact but for < 1
+  if (m2 <= 0) return 0;
+  return int64_t(std::llround(std::sqrt(double(m2) / double(n - 1))));
+}
+
+// ---- stats -----------------------------------------------------------------------------------
+
+void TimeStat::merge(const TimeStat& o) {
+  count += o.count;
+  untimed += o.untimed;
+  gpu.merge(o.gpu);
+}
+
+void CopyStat::merge(const CopyStat& o) {
+  time.merge(o.time);
+  bytes += o.bytes;
+  timed_bytes += o.timed_bytes;
 }
 
 void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
                     uint32_t ops) {
-  int64_t cpu = std::max<int64_t>(0, cpu_end - cpu_begin);
   ++count;
-  cpu_min_ns = count == 1 ? cpu : std::min(cpu_min_ns, cpu);
-  cpu_max_ns = std::max(cpu_max_ns, cpu);
-  cpu_total_ns += cpu;
-  if (gpu_start != 0 && gpu_end != 0 && gpu_end >= gpu_start) {
-    ++gpu_count;
-    gpu_total_ns += gpu_end - gpu_start;
-  }
+  cpu.add(std::max<int64_t>(0, cpu_end - cpu_begin));
+  if (timed(gpu_start, gpu_end)) gpu.add(gpu_end - gpu_start);
   gpu_ops += ops;
 }
 
 void RangeStat::merge(const RangeStat& o) {
-  if (o.count) {
-    cpu_min_ns = count ? std::min(cpu_min_ns, o.cpu_min_ns) : o.cpu_min_ns;
-    cpu_max_ns = std::max(cpu_max_ns, o.cpu_max_ns);
-  }
   count += o.count;
-  cpu_total_ns += o.cpu_total_ns;
-  gpu_count += o.gpu_count;
-  gpu_total_ns += o.gpu_total_ns;
+  cpu.merge(o.cpu);
+  gpu.merge(o.gpu);
   gpu_ops += o.gpu_ops;
 }
 
-void TimeStat::merge(const TimeStat& o) {
-  if (o.timed()) {
-    min_ns = timed() ? std::min(min_ns, o.min_ns) : o.min_ns;
-    max_ns = std::max(max_ns, o.max_ns);
+void StepStats::add(int64_t cpu_ns, bool has_gpu, int64_t gpu_ns) {
+  cpu.add(cpu_ns);
+  if (has_gpu) gpu.add(gpu_ns);
+  if (!exact) return;
+  if (cpu_values.size() >= kMaxExactSteps) {
+    exact = false;
+    std::vector<int64_t>().swap(cpu_values);
+    std::vector<int64_t>().swap(gpu_values);
+    return;
   }
-  count += o.count;
-  untimed += o.untimed;
-  total_ns += o.total_ns;
+  cpu_values.push_back(cpu_ns);
+  if (has_gpu) gpu_values.push_back(gpu_ns);
 }
 
+void StepStats::merge(const StepStats& o) {
+  cpu.merge(o.cpu);
+  gpu.merge(o.gpu);
+  if (exact && o.exact && cpu_values.size() + o.cpu_values.size() <= kMaxExactSteps) {
+    cpu_values.insert(cpu_values.end(), o.cpu_values.begin(), o.cpu_values.end());
+    gpu_values.insert(gpu_values.end(), o.gpu_values.begin(), o.gpu_values.end());
+  } else {
+    exact = false;
+    std::vector<int64_t>().swap(cpu_values);
+    std::vector<int64_t>().swap(gpu_values);
+  }
+}
+
+namespace {
+int64_t exact_percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  uint64_t k = uint64_t(std::ceil(std::clamp(p, 0.0, 1.0) * double(v.size())));
+  k = std::clamp<uint64_t>(k, 1, v.size());
+  std::nth_element(v.begin(), v.begin() + ptrdiff_t(k - 1), v.end());
+  return v[k - 1];
+}
+}  // namespace
+
+int64_t StepStats::cpu_percentile(double p) const {
+  return exact ? exact_percentile(cpu_values, p) : cpu.percentile(p);
+}
+int64_t StepStats::gpu_percentile(double p) const {
+  return exact ? exact_percentile(gpu_values, p) : gpu.percentile(p);
+}
+
+std::vector<HistBin> StepStats::bins(bool use_gpu) const {
+  const Dist& d = use_gpu ? gpu : cpu;
+  std::vector<HistBin> out;
+  if (d.n == 0) return out;
+  int64_t range = d.max - d.min;
+  size_t nbins = range == 0 ? 1 : std::clamp<size_t>(size_t(std::ceil(std::sqrt(double(d.n)))), 10, 20);
+  int64_t width = range / int64_t(nbins) + 1;  // nbins * width > range: max falls in the last bin
+  for (size_t i = 0; i < nbins; ++i) {
+    int64_t lo = d.min + int64_t(i) * width;
+    out.push_back({lo, lo + width, 0});
+  }
+  auto put = [&](int64_t v, uint64_t n) {
+    v = std::clamp(v, d.min, d.max);
+    out[std::min(size_t((v - d.min) / width), nbins - 1)].count += n;
+  };
+  if (exact) {
+    for (int64_t v : use_gpu ? gpu_values : cpu_values) put(v, 1);
+  } else {
+    d.pos.for_each(put);  // step durations are never negative
+  }
+  return out;
+}
+
+// ---- per-file streaming ----------------------------------------------------------------------
+
+struct SummaryModel::Span {  // records kept: cpu_begin (or ts) in [lo, hi]
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int64_t hi = std::numeric_limits<int64_t>::max();
+  bool in(int64_t t) const { return t >= lo && t <= hi; }
+};
+
 struct SummaryModel::FileTotals {
-  std::unordered_map<uint32_t, TimeStat> kernels;  // by name string id
+  struct KSlot {
+    uint32_t name_id;
+    bool comm;
+    TimeStat time;
+  };
+  struct Worst {
+    int64_t latency;
+    uint32_t name_id;
+    uint64_t corr;
+    int64_t cpu_end, gpu_start;
+  };
+  struct Timeline {
+    uint16_t device;
+    std::unique_ptr<DeviceTimeline> t;
+  };
+
+  const SummaryOptions& opt;
+  const TraceReader& r;
+  explicit FileTotals(const SummaryOptions& o, const TraceReader& rd) : opt(o), r(rd) {}
+
+  std::vector<int32_t> kslot_of;  // by name string id; -1: none yet
+  std::vector<KSlot> kslots;
+  std::vector<CpuTimeStat> apis;  // by api id
   // Ranges by (domain string id << 32 | name string id); at most kMaxRangeNames keys, the rest
   // in other_ranges. Marks by name string id, likewise.
   std::unordered_map<uint64_t, RangeStat> ranges;
   RangeStat other_ranges;
   std::unordered_map<uint32_t, uint64_t> marks;
   uint64_t other_marks = 0;
+  std::vector<int8_t> is_step;  // by name string id: -1 not decided yet
+  StepStats steps;
+  std::vector<int64_t> step_ends;              // --step-sync: sorted synchronisation ends
+  std::vector<int64_t> step_lo, step_hi;       // per step: GPU span of its operations
+  std::vector<Worst> worst;
+  int64_t worst_floor = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> stream_end;  // by stream id: latest GPU end seen
+  std::vector<Timeline> timelines;
+  std::vector<NvmlStat> nvml;
+  uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
+  uint16_t cpu_cores = 0;
 
+  KSlot& kslot(uint32_t name_id) {
+    if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
+    int32_t& s = kslot_of[name_id];
+    if (s < 0) {
+      s = int32_t(kslots.size());
+      kslots.push_back({name_id, is_comm_kernel(r.str(name_id)), TimeStat{}});
+    }
+    return kslots[size_t(s)];
+  }
+  CpuTimeStat& api(uint16_t id) {
+    if (id >= apis.size()) apis.resize(size_t(id) + 1);
+    return apis[id];
+  }
+  DeviceTimeline& timeline(uint16_t device) {
+    for (Timeline& t : timelines) {
+      if (t.device == device) return *t.t;
+    }
+    timelines.push_back({device, std::make_unique<DeviceTimeline>(opt.timeline_capacity)});
+    return *timelines.back().t;
+  }
+  int64_t& last_end(uint32_t stream) {
+    if (stream >= stream_end.size()) stream_end.resize(size_t(stream) + 1, 0);
+    return stream_end[stream];
+  }
+  // A timed GPU operation: the timeline, the stream's last end, the --step-sync step.
+  void gpu_op(const fmt::OpCommon& op, GpuWork work, int64_t ready) {
+    int64_t gs = op.gpu_start, ge = op.gpu_end;
+    timeline(op.device).add({gs, ge, ready, work});
+    int64_t& le = last_end(op.stream);
+    if (ge > le) le = ge;
+    if (step_ends.size() >= 2) {
+      int64_t cb = op.cpu_begin;
+      size_t i = size_t(std::lower_bound(step_ends.begin(), step_ends.end(), cb) - step_ends.begin());
+      if (i >= 1 && i < step_ends.size()) {
+        step_lo[i - 1] = step_lo[i - 1] == 0 ? gs : std::min(step_lo[i - 1], gs);
+        step_hi[i - 1] = std::max(step_hi[i - 1], ge);
+      }
+    }
+  }
+  void add_worst(int64_t latency, uint32_t name_id, const fmt::OpCommon& op) {
+    if (worst.size() >= kWorstLaunches && latency <= worst_floor) return;
+    Worst w{latency, name_id, op.corr, op.cpu_end, op.gpu_start};
+    if (worst.size() < kWorstLaunches) {
+      worst.push_back(w);
+    } else {
+      auto lowest = std::min_element(worst.begin(), worst.end(),
+                                     [](const Worst& a, const Worst& b) { return a.latency < b.latency; });
+      *lowest = w;
+    }
+    if (worst.size() == kWorstLaunches) {
+      worst_floor = std::min_element(worst.begin(), worst.end(), [](const Worst& a, const Worst& b) {
+                      return a.latency < b.latency;
+                    })->latency;
+    }
+  }
+  bool step_name(uint32_t name_id) {
+    if (name_id >= is_step.size()) is_step.resize(size_t(name_id) + 1, -1);
+    int8_t& s = is_step[name_id];
+    if (s < 0) s = glob_match(opt.step_pattern, r.str(name_id)) ? 1 : 0;
+    return s == 1;
+  }
   void add_range(const fmt::RangeRec& g) {
     uint64_t key = uint64_t(g.domain_id) << 32 | g.name_id;
     auto it = ranges.find(key);
-    RangeStat* st = it != ranges.end()            ? &it->second
+    RangeStat* st = it != ranges.end()               ? &it->second
                     : ranges.size() < kMaxRangeNames ? &ranges[key]
                                                      : &other_ranges;
     st->add(g.cpu_begin, g.cpu_end, g.gpu_start, g.gpu_end, g.gpu_ops);
+    if (opt.step_sync == 0 && step_name(g.name_id)) {
+      int64_t gs = g.gpu_start, ge = g.gpu_end;
+      steps.add(std::max<int64_t>(0, g.cpu_end - g.cpu_begin), timed(gs, ge), ge - gs);
+    }
   }
   void add_mark(uint32_t name_id) {
     auto it = marks.find(name_id);
@@ -109,66 +474,222 @@ struct SummaryModel::FileTotals {
     else if (marks.size() < kMaxMarkNames) marks[name_id] = 1;
     else ++other_marks;
   }
+  NvmlStat& gpu_sample(uint16_t device) {
+    for (NvmlStat& s : nvml) {
+      if (s.device == device) return s;
+    }
+    nvml.push_back(NvmlStat{});
+    nvml.back().device = device;
+    return nvml.back();
+  }
 };
 
+// First pass, only with --window or --step-sync: the window's edges and the synchronisations.
+bool SummaryModel::prepass(TraceReader& r, Span* span, std::vector<int64_t>* step_ends) {
+  bool found_begin = false;
+  int64_t begin = 0, end = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> syncs;
+  bool ok = r.read([&](const Record& rec) {
+    if (rec.type() == fmt::RecType::Window && opt_.window) {
+      const auto& w = rec.as<fmt::WindowRec>();
+      if (w.index != *opt_.window) return;
+      if (w.edge == uint8_t(fmt::WindowEdge::Begin)) {
+        found_begin = true;
+        begin = w.ts;
+      } else if (w.edge == uint8_t(fmt::WindowEdge::End)) {
+        end = w.ts;
+      }
+    } else if (rec.type() == fmt::RecType::Sync && opt_.step_sync) {
+      const auto& s = rec.as<fmt::SyncRec>();
+      if (s.kind == opt_.step_sync) syncs.push_back(s.cpu_end);
+    }
+  });
+  if (opt_.window) {
+    if (!found_begin) {
+      notes_.push_back(r.path() + ": no capture window " + std::to_string(*opt_.window) + ": skipped");
+      return false;
+    }
+    span->lo = std::max(span->lo, begin);
+    span->hi = std::min(span->hi, end);
+  }
+  std::sort(syncs.begin(), syncs.end());
+  for (int64_t t : syncs) {
+    if (span->in(t)) step_ends->push_back(t);
+  }
+  return ok;
+}
+
 bool SummaryModel::add(TraceReader& r) {
-  FileTotals t;
+  if (opt_.rank && meta_int(r, "rank", -1) != *opt_.rank) {
+    ++skipped_;
+    return true;
+  }
+  Span span;
+  span.lo = opt_.from_ns;
+  span.hi = opt_.to_ns;
+  FileTotals t(opt_, r);
+  if (opt_.window || opt_.step_sync) {
+    if (!prepass(r, &span, &t.step_ends)) {
+      if (!r.error().empty()) {
+        FileSummary f = file_summary(r, false);
+        files_.insert(std::upper_bound(files_.begin(), files_.end(), f,
+                                       [](const FileSummary& a, const FileSummary& b) {
+                                         return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
+                                       }),
+                      std::move(f));
+        return false;
+      }
+      ++skipped_;
+      return true;
+    }
+    if (t.step_ends.size() >= 2) {
+      t.step_lo.assign(t.step_ends.size() - 1, 0);
+      t.step_hi.assign(t.step_ends.size() - 1, 0);
+    }
+  }
+
   bool ok = r.read([&](const Record& rec) {
     switch (rec.type()) {
       case fmt::RecType::Kernel: {
         const auto& k = rec.as<fmt::KernelRec>();
-        api_errors_ += is_error(k.op.result);
-        uint32_t name_id = k.name_id;  // a local: the packed field may be misaligned
-        if (k.op.flags & fmt::kOpCaptured) ++captured_;
-        else t.kernels[name_id].add(k.op.gpu_start, k.op.gpu_end);
+        const fmt::OpCommon& op = k.op;
+        if (!span.in(op.cpu_begin)) break;
+        api_errors_ += is_error(op.result);
+        t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        if (op.flags & fmt::kOpCaptured) {
+          ++captured_;
+          break;
+        }
+        FileTotals::KSlot& s = t.kslot(k.name_id);
+        int64_t gs = op.gpu_start, ge = op.gpu_end;
+        s.time.add(gs, ge);
+        if (!timed(gs, ge)) break;
+        int64_t d = ge - gs;
+        if (d < opt_.short_kernel_ns) {
+          ++short_count_;
+          short_ns_ += d;
+        }
+        if (!(op.flags & fmt::kOpInferredStart)) {
+          int64_t latency = gs - op.cpu_end;
+          launch_.add(latency);
+          if (t.last_end(op.stream) <= op.cpu_end) {  // nothing queued ahead on the stream
+            launch_idle_.add(latency);
+            t.add_worst(latency, k.name_id, op);
+          }
+        }
+        t.gpu_op(op, s.comm ? GpuWork::Comm : GpuWork::Compute, op.cpu_end);
         break;
       }
-      case fmt::RecType::Memcpy: {
-        const auto& m = rec.as<fmt::MemcpyRec>();
-        api_errors_ += is_error(m.op.result);
-        if (m.op.flags & fmt::kOpCaptured) ++captured_;
-        else add_copy(memcpy_[m.copy_kind < kCopyKinds ? m.copy_kind : 0], m.op, m.bytes);
-        break;
-      }
+      case fmt::RecType::Memcpy:
       case fmt::RecType::Memset: {
-        const auto& m = rec.as<fmt::MemsetRec>();
-        api_errors_ += is_error(m.op.result);
-        if (m.op.flags & fmt::kOpCaptured) ++captured_;
-        else add_copy(memset_, m.op, m.bytes);
+        bool is_set = rec.type() == fmt::RecType::Memset;
+        const fmt::OpCommon& op = is_set ? rec.as<fmt::MemsetRec>().op : rec.as<fmt::MemcpyRec>().op;
+        if (!span.in(op.cpu_begin)) break;
+        api_errors_ += is_error(op.result);
+        t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        if (op.flags & fmt::kOpCaptured) {
+          ++captured_;
+          break;
+        }
+        CopyStat* c;
+        uint64_t bytes;
+        if (is_set) {
+          c = &memset_;
+          bytes = rec.as<fmt::MemsetRec>().bytes;
+        } else {
+          const auto& m = rec.as<fmt::MemcpyRec>();
+          c = &memcpy_[m.copy_kind < kCopyKinds ? m.copy_kind : 0];
+          bytes = m.bytes;
+        }
+        int64_t gs = op.gpu_start, ge = op.gpu_end;
+        c->time.add(gs, ge);
+        c->bytes += bytes;
+        if (!timed(gs, ge)) break;
+        c->timed_bytes += bytes;
+        t.gpu_op(op, is_set ? GpuWork::Memset : GpuWork::Memcpy,
+                 (op.flags & fmt::kOpAsync) ? op.cpu_end : op.cpu_begin);
         break;
       }
       case fmt::RecType::Sync: {
         const auto& s = rec.as<fmt::SyncRec>();
+        if (!span.in(s.cpu_begin)) break;
         api_errors_ += is_error(s.result, s.kind);
-        SyncStat& st = syncs_[s.kind < kSyncKinds ? s.kind : 0];
-        ++st.count;
-        st.total_ns += std::max<int64_t>(0, s.cpu_end - s.cpu_begin);
+        t.api(s.api).add(s.cpu_begin, s.cpu_end);
+        syncs_[s.kind < kSyncKinds ? s.kind : 0].add(s.cpu_begin, s.cpu_end);
         break;
       }
-      case fmt::RecType::Memory:
-        api_errors_ += is_error(rec.as<fmt::MemoryRec>().result);
+      case fmt::RecType::Memory: {
+        const auto& m = rec.as<fmt::MemoryRec>();
+        if (!span.in(m.cpu_begin)) break;
+        api_errors_ += is_error(m.result);
+        t.api(m.api).add(m.cpu_begin, m.cpu_end);
         break;
-      case fmt::RecType::Api:
-        api_errors_ += is_error(rec.as<fmt::ApiRec>().result);
+      }
+      case fmt::RecType::Api: {
+        const auto& a = rec.as<fmt::ApiRec>();
+        if (!span.in(a.cpu_begin)) break;
+        api_errors_ += is_error(a.result);
+        t.api(a.api).add(a.cpu_begin, a.cpu_end);
         break;
+      }
       case fmt::RecType::Range:  // the size check matters only to a reader that predates Range
-        if (rec.size() >= sizeof(fmt::RangeRec)) t.add_range(rec.as<fmt::RangeRec>());
+        if (rec.size() >= sizeof(fmt::RangeRec) && span.in(rec.as<fmt::RangeRec>().cpu_begin)) {
+          t.add_range(rec.as<fmt::RangeRec>());
+        }
         break;
       case fmt::RecType::Mark:
-        if (rec.size() >= sizeof(fmt::MarkRec)) t.add_mark(rec.as<fmt::MarkRec>().name_id);
+        if (rec.size() >= sizeof(fmt::MarkRec) && span.in(rec.as<fmt::MarkRec>().ts)) {
+          t.add_mark(rec.as<fmt::MarkRec>().name_id);
+        }
         break;
+      case fmt::RecType::CpuSample: {
+        const auto& c = rec.as<fmt::CpuSampleRec>();
+        if (!span.in(c.ts)) break;
+        ++t.cpu_samples;
+        t.cpu_total += c.total_util;
+        t.cpu_process += c.process_util;
+        t.cpu_cores = c.ncores;
+        break;
+      }
+      case fmt::RecType::GpuSample: {
+        const auto& g = rec.as<fmt::GpuSampleRec>();
+        if (!span.in(g.ts)) break;
+        NvmlStat& s = t.gpu_sample(g.device);
+        ++s.samples;
+        s.util_sum += g.util;
+        s.mem_util_sum += g.mem_util;
+        s.power_mw_sum += g.power_mw;
+        uint64_t used = g.mem_used;
+        if (used > s.mem_used_max) s.mem_used_max = used;
+        break;
+      }
       default:
         break;
     }
   });
   records_ += r.status().records;
-  merge_file(r, t);
-  add_file_summary(r, ok);
+  FileSummary f = file_summary(r, ok);
+  merge_file(r, t, f);
+  files_.insert(std::upper_bound(files_.begin(), files_.end(), f,
+                                 [](const FileSummary& a, const FileSummary& b) {
+                                   return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
+                                 }),
+                std::move(f));
   return ok;
 }
 
-void SummaryModel::merge_file(const TraceReader& r, FileTotals& t) {
-  for (const auto& [id, stat] : t.kernels) kernels_[std::string(r.str(id))].merge(stat);
+void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& f) {
+  for (const FileTotals::KSlot& s : t.kslots) {
+    KernelEntry& e = kernels_[std::string(r.str(s.name_id))];
+    e.time.merge(s.time);
+    e.comm = s.comm;
+    f.kernels += s.time.count;
+    f.kernel_ns += s.time.total_ns();
+    if (s.comm) f.comm_kernel_ns += s.time.total_ns();
+  }
+  for (size_t id = 0; id < t.apis.size(); ++id) {
+    if (t.apis[id].count) apis_[std::string(r.api_name(uint16_t(id)))].merge(t.apis[id]);
+  }
 
   // In id order (ids are assigned in order of first use), so that which names are kept when
   // the name limit is reached does not depend on hash order.
@@ -200,9 +721,38 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t) {
     else other_marks += n;
   }
   if (other_marks) marks_[kOtherNames] += other_marks;
+
+  for (size_t i = 0; i + 1 < t.step_ends.size(); ++i) {
+    bool gpu = t.step_hi[i] != 0;
+    t.steps.add(t.step_ends[i + 1] - t.step_ends[i], gpu, t.step_hi[i] - t.step_lo[i]);
+  }
+  steps_.merge(t.steps);
+  f.steps = std::move(t.steps);
+
+  for (const FileTotals::Worst& w : t.worst) {
+    worst_.push_back({w.latency, std::string(r.str(w.name_id)), f.rank, f.file, w.corr, w.cpu_end,
+                      w.gpu_start});
+  }
+  std::stable_sort(worst_.begin(), worst_.end(), [](const LaunchOutlier& a, const LaunchOutlier& b) {
+    if (a.latency_ns != b.latency_ns) return a.latency_ns > b.latency_ns;
+    if (a.file != b.file) return a.file < b.file;
+    return a.corr < b.corr;
+  });
+  if (worst_.size() > kWorstLaunches) worst_.resize(kWorstLaunches);
+
+  for (FileTotals::Timeline& tl : t.timelines) f.activity.push_back({tl.device, tl.t->finish()});
+  std::sort(f.activity.begin(), f.activity.end(),
+            [](const DeviceActivity& a, const DeviceActivity& b) { return a.device < b.device; });
+  f.nvml = std::move(t.nvml);
+  std::sort(f.nvml.begin(), f.nvml.end(),
+            [](const NvmlStat& a, const NvmlStat& b) { return a.device < b.device; });
+  f.cpu_samples = t.cpu_samples;
+  f.cpu_cores = t.cpu_cores;
+  f.cpu_total_util_sum = t.cpu_total;
+  f.cpu_process_util_sum = t.cpu_process;
 }
 
-void SummaryModel::add_file_summary(const TraceReader& r, bool read_ok) {
+FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const {
   FileSummary f;
   f.file = r.path();
   f.host = r.meta("host");
@@ -219,18 +769,29 @@ void SummaryModel::add_file_summary(const TraceReader& r, bool read_ok) {
   f.status = r.status();
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);
   f.read_error = !read_ok;
-
-  auto before = [](const FileSummary& a, const FileSummary& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;
-  };
-  files_.insert(std::upper_bound(files_.begin(), files_.end(), f, before), std::move(f));
+  return f;
 }
+
+// ---- results ---------------------------------------------------------------------------------
 
 std::vector<KernelStat> SummaryModel::kernels() const {
   std::vector<KernelStat> out;
   out.reserve(kernels_.size());
-  for (const auto& [name, stat] : kernels_) out.push_back({name, stat});
+  for (const auto& [name, e] : kernels_) {
+    out.push_back({name, e.time, kernel_precision(name), e.comm});
+  }
   std::sort(out.begin(), out.end(), [](const KernelStat& a, const KernelStat& b) {
+    if (a.time.total_ns() != b.time.total_ns()) return a.time.total_ns() > b.time.total_ns();
+    if (a.time.count != b.time.count) return a.time.count > b.time.count;
+    return a.name < b.name;
+  });
+  return out;
+}
+
+std::vector<ApiStat> SummaryModel::apis() const {
+  std::vector<ApiStat> out;
+  for (const auto& [name, s] : apis_) out.push_back({name, s});
+  std::sort(out.begin(), out.end(), [](const ApiStat& a, const ApiStat& b) {
     if (a.time.total_ns != b.time.total_ns) return a.time.total_ns > b.time.total_ns;
     if (a.time.count != b.time.count) return a.time.count > b.time.count;
     return a.name < b.name;
@@ -243,7 +804,7 @@ std::vector<RangeSummary> SummaryModel::ranges() const {
   out.reserve(ranges_.size());
   for (const auto& [key, stat] : ranges_) out.push_back({key.name, key.domain, stat});
   std::sort(out.begin(), out.end(), [](const RangeSummary& a, const RangeSummary& b) {
-    if (a.stat.cpu_total_ns != b.stat.cpu_total_ns) return a.stat.cpu_total_ns > b.stat.cpu_total_ns;
+    if (a.stat.cpu_total_ns() != b.stat.cpu_total_ns()) return a.stat.cpu_total_ns() > b.stat.cpu_total_ns();
     if (a.stat.count != b.stat.count) return a.stat.count > b.stat.count;
     if (a.name != b.name) return a.name < b.name;
     return a.domain < b.domain;
@@ -259,71 +820,255 @@ std::vector<std::pair<std::string, uint64_t>> SummaryModel::marks() const {
   return out;
 }
 
+std::string SummaryModel::step_source() const {
+  if (opt_.step_sync) return std::string("sync:") + sync_kind_name(opt_.step_sync);
+  return "ranges:" + opt_.step_pattern;
+}
+
+GpuBreakdown SummaryModel::total_breakdown() const {
+  GpuBreakdown b;
+  for (const FileSummary& f : files_) {
+    for (const DeviceActivity& a : f.activity) b.merge(a.timeline);
+  }
+  return b;
+}
+
 uint64_t SummaryModel::dropped_records() const {
   uint64_t n = 0;
   for (const FileSummary& f : files_) n += f.dropped;
   return n;
 }
 
-nlohmann::ordered_json SummaryModel::to_json() const {
-  nlohmann::ordered_json j;
-  j["kernels"] = nlohmann::ordered_json::array();
-  for (const KernelStat& k : kernels()) {
+int SummaryModel::slowest_file(std::string* criterion) const {
+  if (files_.size() < 2) return -1;
+  bool steps = std::all_of(files_.begin(), files_.end(), [](const FileSummary& f) { return f.steps.cpu.n > 0; });
+  int best = 0;
+  auto key = [&](const FileSummary& f) {
+    return steps ? f.steps.cpu_percentile(0.5) : f.kernel_ns - f.comm_kernel_ns;
+  };
+  for (size_t i = 1; i < files_.size(); ++i) {
+    if (key(files_[i]) > key(files_[size_t(best)])) best = int(i);
+  }
+  if (criterion) *criterion = steps ? "median step time" : "compute kernel time";
+  return best;
+}
+
+Json SummaryModel::to_json() const {
+  Json j;
+  j["filters"] = {{"rank", opt_.rank ? Json(*opt_.rank) : Json(nullptr)},
+                  {"window", opt_.window ? Json(*opt_.window) : Json(nullptr)},
+                  {"from_ns", opt_int(opt_.from_ns != std::numeric_limits<int64_t>::min(), opt_.from_ns)},
+                  {"to_ns", opt_int(opt_.to_ns != std::numeric_limits<int64_t>::max(), opt_.to_ns)},
+                  {"step_source", step_source()}};
+
+  std::vector<KernelStat> ks = kernels();
+  TimeStat all;
+  for (const KernelStat& k : ks) all.merge(k.time);
+  j["kernels"] = Json::array();
+  for (const KernelStat& k : ks) {
     j["kernels"].push_back({{"name", k.name},
                             {"count", k.time.count},
-                            {"total_ns", k.time.total_ns},
+                            {"total_ns", k.time.total_ns()},
                             {"mean_ns", k.time.mean_ns()},
-                            {"min_ns", k.time.min_ns},
-                            {"max_ns", k.time.max_ns},
-                            {"untimed", k.time.untimed}});
+                            {"min_ns", k.time.min_ns()},
+                            {"max_ns", k.time.max_ns()},
+                            {"untimed", k.time.untimed},
+                            {"median_ns", k.time.gpu.median()},
+                            {"p90_ns", k.time.gpu.percentile(0.9)},
+                            {"stddev_ns", k.time.gpu.stddev()},
+                            {"share", share(double(k.time.total_ns()), double(all.total_ns()))},
+                            {"precision", precision_name(k.precision)},
+                            {"communication", k.comm}});
   }
-  nlohmann::ordered_json copies = nlohmann::ordered_json::object();
-  for (size_t kind = 1; kind < kCopyKinds; ++kind) {
-    copies[copy_kind_name(uint8_t(kind))] = copy_json(memcpy_[kind]);
+  j["kernel_totals"] = {{"count", all.count},
+                        {"untimed", all.untimed},
+                        {"names", ks.size()},
+                        {"total_ns", all.total_ns()},
+                        {"mean_ns", all.mean_ns()}};
+
+  struct PrecisionTotal {
+    uint64_t count = 0, names = 0;
+    int64_t total_ns = 0;
+  } prec[kPrecisions];
+  for (const KernelStat& k : ks) {
+    PrecisionTotal& p = prec[size_t(k.precision)];
+    p.count += k.time.count;
+    p.total_ns += k.time.total_ns();
+    ++p.names;
   }
+  j["kernel_precision"] = Json::object();
+  for (size_t i = 0; i < kPrecisions; ++i) {
+    j["kernel_precision"][precision_name(Precision(i))] = {
+        {"count", prec[i].count},
+        {"names", prec[i].names},
+        {"total_ns", prec[i].total_ns},
+        {"share", share(double(prec[i].total_ns), double(all.total_ns()))}};
+  }
+  j["short_kernels"] = {{"threshold_ns", opt_.short_kernel_ns},
+                        {"count", short_count_},
+                        {"total_ns", short_ns_},
+                        {"launch_share", share(double(short_count_), double(all.timed()))},
+                        {"time_share", share(double(short_ns_), double(all.total_ns()))}};
+
+  Json lat = dist_json(launch_);
+  lat["negative"] = launch_.neg.count();
+  lat["stream_idle"] = dist_json(launch_idle_);
+  lat["worst"] = Json::array();
+  for (const LaunchOutlier& w : worst_) {
+    lat["worst"].push_back({{"latency_ns", w.latency_ns},
+                            {"name", w.name},
+                            {"rank", w.rank},
+                            {"file", w.file},
+                            {"corr", w.corr},
+                            {"cpu_end_ns", w.cpu_end},
+                            {"gpu_start_ns", w.gpu_start}});
+  }
+  j["launch_latency"] = lat;
+
+  Json copies = Json::object();
+  for (size_t kind = 1; kind < kCopyKinds; ++kind) copies[copy_kind_name(uint8_t(kind))] = copy_json(memcpy_[kind]);
   if (memcpy_[0].time.count) copies[copy_kind_name(0)] = copy_json(memcpy_[0]);
   j["memcpy"] = copies;
   j["memset"] = copy_json(memset_);
-  nlohmann::ordered_json syncs = nlohmann::ordered_json::object();
-  for (size_t kind = 1; kind < kSyncKinds; ++kind) {
-    syncs[sync_kind_name(uint8_t(kind))] = {{"count", syncs_[kind].count},
-                                            {"total_ns", syncs_[kind].total_ns}};
+  int64_t mem_total = memset_.time.total_ns();
+  for (const CopyStat& c : memcpy_) mem_total += c.time.total_ns();
+  Json mem = {{"total_ns", mem_total}};
+  for (size_t kind = 1; kind < kCopyKinds; ++kind) {
+    int64_t ns = memcpy_[kind].time.total_ns();
+    mem[copy_kind_name(uint8_t(kind))] = {{"total_ns", ns}, {"share", share(double(ns), double(mem_total))}};
   }
-  if (syncs_[0].count) {
-    syncs[sync_kind_name(0)] = {{"count", syncs_[0].count}, {"total_ns", syncs_[0].total_ns}};
+  if (memcpy_[0].time.count) {
+    int64_t ns = memcpy_[0].time.total_ns();
+    mem[copy_kind_name(0)] = {{"total_ns", ns}, {"share", share(double(ns), double(mem_total))}};
   }
+  mem["memset"] = {{"total_ns", memset_.time.total_ns()},
+                   {"share", share(double(memset_.time.total_ns()), double(mem_total))}};
+  j["memory_ops"] = mem;
+
+  j["api"] = Json::array();
+  for (const ApiStat& a : apis()) {
+    j["api"].push_back({{"name", a.name},
+                        {"count", a.time.count},
+                        {"total_ns", a.time.total_ns},
+                        {"mean_ns", a.time.mean_ns()},
+                        {"max_ns", a.time.max_ns}});
+  }
+
+  Json syncs = Json::object();
+  auto sync_json = [](const SyncStat& s) {
+    return Json{{"count", s.count}, {"total_ns", s.total_ns}, {"mean_ns", s.mean_ns()}, {"max_ns", s.max_ns}};
+  };
+  for (size_t kind = 1; kind < kSyncKinds; ++kind) syncs[sync_kind_name(uint8_t(kind))] = sync_json(syncs_[kind]);
+  if (syncs_[0].count) syncs[sync_kind_name(0)] = sync_json(syncs_[0]);
   j["syncs"] = syncs;
-  j["ranges"] = nlohmann::ordered_json::array();
+
+  j["ranges"] = Json::array();
   for (const RangeSummary& g : ranges()) {
+    const RangeStat& s = g.stat;
     j["ranges"].push_back({{"name", g.name},
                            {"domain", g.domain},
-                           {"count", g.stat.count},
-                           {"cpu_total_ns", g.stat.cpu_total_ns},
-                           {"cpu_mean_ns", g.stat.cpu_mean_ns()},
-                           {"cpu_min_ns", g.stat.cpu_min_ns},
-                           {"cpu_max_ns", g.stat.cpu_max_ns},
-                           {"gpu_count", g.stat.gpu_count},
-                           {"gpu_total_ns", g.stat.gpu_total_ns},
-                           {"gpu_mean_ns", g.stat.gpu_mean_ns()},
-                           {"gpu_ops", g.stat.gpu_ops}});
+                           {"count", s.count},
+                           {"cpu_total_ns", s.cpu.sum},
+                           {"cpu_mean_ns", s.cpu.mean()},
+                           {"cpu_min_ns", s.cpu.min},
+                           {"cpu_max_ns", s.cpu.max},
+                           {"gpu_count", s.gpu.n},
+                           {"gpu_total_ns", s.gpu.sum},
+                           {"gpu_mean_ns", s.gpu.mean()},
+                           {"gpu_ops", s.gpu_ops},
+                           {"cpu_median_ns", s.cpu.median()},
+                           {"cpu_stddev_ns", s.cpu.stddev()},
+                           {"gpu_median_ns", s.gpu.median()},
+                           {"gpu_stddev_ns", s.gpu.stddev()},
+                           {"gpu_min_ns", s.gpu.min},
+                           {"gpu_max_ns", s.gpu.max}});
   }
-  nlohmann::ordered_json marks = nlohmann::ordered_json::object();
+  Json marks = Json::object();
   for (const auto& [name, n] : this->marks()) marks[name] = n;
   j["marks"] = marks;
-  j["ranks"] = nlohmann::ordered_json::array();
+
+  auto step_dist = [](const StepStats& s, bool gpu) {
+    const Dist& d = gpu ? s.gpu : s.cpu;
+    auto pct = [&](double p) { return gpu ? s.gpu_percentile(p) : s.cpu_percentile(p); };
+    return Json{{"count", d.n},       {"mean_ns", d.mean()}, {"median_ns", pct(0.5)},
+                {"p90_ns", pct(0.9)}, {"min_ns", d.min},     {"max_ns", d.max},
+                {"stddev_ns", d.stddev()}};
+  };
+  j["steps"] = {{"source", step_source()},
+                {"count", steps_.cpu.n},
+                {"exact", steps_.exact},
+                {"cpu", step_dist(steps_, false)},
+                {"gpu", step_dist(steps_, true)},
+                {"cpu_histogram", bins_json(steps_.bins(false))},
+                {"gpu_histogram", bins_json(steps_.bins(true))}};
+
+  j["devices"] = Json::array();
   for (const FileSummary& f : files_) {
-    j["ranks"].push_back({{"rank", f.rank},
-                          {"host", f.host},
-                          {"pid", f.pid},
-                          {"file", f.file},
-                          {"complete", f.status.complete},
-                          {"dropped", f.dropped},
-                          {"bad_blocks", f.status.bad_blocks}});
+    for (const DeviceActivity& a : f.activity) {
+      Json d = {{"rank", f.rank}, {"file", f.file}, {"device", a.device}};
+      Json act = activity_json(a.timeline);
+      for (auto& [k, v] : act.items()) d[k] = v;
+      d["breakdown"] = breakdown_json(a.timeline);
+      d["intervals"] = a.timeline.intervals;
+      d["late"] = a.timeline.late;
+      d["late_ns"] = a.timeline.late_ns;
+      d["nvml"] = nullptr;
+      for (const NvmlStat& s : f.nvml) {
+        if (s.device == a.device) d["nvml"] = nvml_json(s);
+      }
+      j["devices"].push_back(d);
+    }
+  }
+  GpuBreakdown total = total_breakdown();
+  Json bt = activity_json(total);
+  bt["breakdown"] = breakdown_json(total);
+  j["gpu_total"] = bt;
+
+  j["ranks"] = Json::array();
+  for (const FileSummary& f : files_) {
+    Json nv = Json::array();
+    for (const NvmlStat& s : f.nvml) nv.push_back(nvml_json(s));
+    GpuBreakdown fb;
+    for (const DeviceActivity& a : f.activity) fb.merge(a.timeline);
+    j["ranks"].push_back(
+        {{"rank", f.rank},
+         {"host", f.host},
+         {"pid", f.pid},
+         {"file", f.file},
+         {"complete", f.status.complete},
+         {"dropped", f.dropped},
+         {"bad_blocks", f.status.bad_blocks},
+         {"kernels", f.kernels},
+         {"kernel_ns", f.kernel_ns},
+         {"comm_kernel_ns", f.comm_kernel_ns},
+         {"steps", {{"count", f.steps.cpu.n},
+                    {"cpu_mean_ns", f.steps.cpu.mean()},
+                    {"cpu_median_ns", f.steps.cpu_percentile(0.5)},
+                    {"gpu_mean_ns", f.steps.gpu.mean()},
+                    {"gpu_median_ns", f.steps.gpu_percentile(0.5)}}},
+         {"gpu_busy_ns", fb.busy_ns()},
+         {"gpu_elapsed_ns", fb.elapsed_ns()},
+         {"breakdown", breakdown_json(fb)},
+         {"cpu", {{"samples", f.cpu_samples},
+                  {"cores", f.cpu_cores},
+                  {"host_util_mean", f.cpu_samples ? double(f.cpu_total_util_sum) / 100.0 / double(f.cpu_samples) : 0.0},
+                  {"process_util_mean", f.cpu_samples ? double(f.cpu_process_util_sum) / 100.0 / double(f.cpu_samples) : 0.0}}},
+         {"nvml", nv}});
+  }
+  std::string criterion;
+  int slow = slowest_file(&criterion);
+  if (slow >= 0) {
+    const FileSummary& s = files_[size_t(slow)];
+    j["rank_comparison"] = {{"slowest_rank", s.rank}, {"slowest_file", s.file}, {"criterion", criterion}};
+  } else {
+    j["rank_comparison"] = nullptr;
   }
   j["dropped_records"] = dropped_records();
   j["api_errors"] = api_errors_;
   j["captured_ops"] = captured_;
   j["records"] = records_;
+  j["skipped_files"] = skipped_;
+  j["notes"] = notes_;
   return j;
 }
 

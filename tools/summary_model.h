@@ -1,6 +1,15 @@
-// Aggregation behind `cutrace summary` (and later reports and exports): streams trace files and
-// keeps per-kernel-name, per-copy-kind and per-sync-kind totals, per-range-name totals (NVTX
-// ranges and cutrace annotations), mark counts, plus one line per file.
+// Aggregation behind `cutrace summary`: streams trace files once (twice with --window or
+// --step-sync, whose first pass reads only Window/Sync records) and keeps, in memory that does not
+// grow with the number of records:
+//   - per kernel name, per copy kind, memsets: count, GPU time total/min/max, sum of squares (for
+//     the standard deviation) and a log-bucket histogram (for the median and percentiles);
+//   - per CUDA API: count and CPU time; per sync kind: count and blocked CPU time;
+//   - per NVTX range name: CPU and GPU-projection time distributions; steps (ranges matching
+//     --step-pattern, or the intervals between --step-sync synchronisations);
+//   - launch latency, short kernels, per device a timeline sweep (tools/breakdown.h) for the
+//     activity distribution and the HTA-style temporal breakdown, NVML and CPU samples;
+//   - one line per file (rank) with its own kernel, step and device figures.
+// docs/SUMMARY.md defines every figure and every key of the JSON document.
 //
 // GPU time is gpu_end - gpu_start, counted only when both are non-zero and end >= start; other
 // operations are "untimed". `count` includes untimed operations; mean = total / timed count.
@@ -9,13 +18,16 @@
 //
 // Ranges (Range records) are grouped by (domain, name). CPU time is cpu_end - cpu_begin (never
 // negative); the GPU projection gpu_end - gpu_start counts only when both are non-zero and
-// end >= start (gpu_count of them); gpu_ops sums the operations launched inside. Memory stays
-// bounded: at most kMaxRangeNames distinct (domain, name) pairs and kMaxMarkNames mark names are
-// kept, in the order first met; later names are summed under kOtherNames ("(other names)").
+// end >= start (gpu_count of them); gpu_ops sums the operations launched inside. At most
+// kMaxRangeNames distinct (domain, name) pairs and kMaxMarkNames mark names are kept, in the
+// order first met; later names are summed under kOtherNames ("(other names)").
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -24,51 +36,168 @@
 #include <nlohmann/json.hpp>
 
 #include "collector/reader.h"
+#include "tools/breakdown.h"
+#include "tools/precision.h"
 
 namespace cutrace {
+
+// Counts of non-negative values in logarithmic buckets (HDR-style): values below 64 exactly, then
+// 64 equal buckets per power of two up to 2^44 ns (4.9 hours; larger values land in the last
+// bucket). A value is reported as the middle of its bucket, within 0.79% of any value in it;
+// callers clamp to the exact min/max. The first kInline values are kept exactly (small sets
+// have exact percentiles); the 9.75 KiB of buckets are allocated with the next one.
+class LogHistogram {
+ public:
+  static constexpr int kSubBits = 6;  // 64 buckets per power of two
+  static constexpr int kMaxExp = 44;  // values below 2^44
+  static constexpr int kBuckets = (kMaxExp - kSubBits + 1) << kSubBits;
+  static constexpr size_t kInline = 8;
+
+  void add(int64_t v) {  // v < 0 counts as 0
+    if (counts_.empty()) {
+      if (n_ < kInline) {
+        small_[n_++] = v < 0 ? 0 : v;
+        return;
+      }
+      start();
+    }
+    ++counts_[size_t(bucket(v))];
+    ++n_;
+  }
+  void merge(const LogHistogram& o);
+  uint64_t count() const { return n_; }
+  bool exact() const { return counts_.empty(); }
+  // The k-th smallest value (1 <= k <= count()): exact while exact(), else its bucket's value.
+  int64_t at_rank(uint64_t k) const;
+
+  // fn(value, count) for each non-empty bucket (or each exact value), smallest first.
+  template <class Fn>
+  void for_each(Fn fn) const {
+    if (counts_.empty()) {
+      size_t m = std::min<size_t>(n_, kInline);
+      std::array<int64_t, kInline> v = small_;
+      std::sort(v.begin(), v.begin() + ptrdiff_t(m));
+      for (size_t i = 0; i < m; ++i) fn(v[i], uint64_t(1));
+      return;
+    }
+    for (int b = 0; b < kBuckets; ++b) {
+      if (counts_[size_t(b)]) fn(bucket_value(b), uint64_t(counts_[size_t(b)]));
+    }
+  }
+
+  static int bucket(int64_t v) {
+    if (v < (1 << kSubBits)) return v < 0 ? 0 : int(v);
+    if (v >= (int64_t(1) << kMaxExp)) return kBuckets - 1;
+    int e = 63 - __builtin_clzll(uint64_t(v));  // >= kSubBits
+    return ((e - kSubBits + 1) << kSubBits) + int((v >> (e - kSubBits)) & ((1 << kSubBits) - 1));
+  }
+  static int64_t bucket_low(int b);   // smallest integer of bucket b
+  static int64_t bucket_value(int b); // its representative value
+
+ private:
+  void start();  // moves the exact values into buckets
+  std::vector<uint32_t> counts_;  // kBuckets, once more than kInline values were added
+  uint64_t n_ = 0;
+  std::array<int64_t, kInline> small_{};
+};
+
+// Count, sum, min, max, exact sum of squares, and a histogram of int64 values (negative values
+// in a second, mirrored histogram). The standard deviation is computed from the exact integer
+// sums (no rounding before the final division), so it is as stable as Welford's method and
+// merges exactly.
+struct Dist {
+  uint64_t n = 0;
+  int64_t sum = 0;
+  int64_t min = 0;  // 0 when n == 0
+  int64_t max = 0;
+  __int128 sumsq = 0;
+  LogHistogram pos, neg;
+
+  void add(int64_t v) {
+    min = n == 0 ? v : std::min(min, v);
+    max = n == 0 ? v : std::max(max, v);
+    ++n;
+    sum += v;
+    sumsq += __int128(v) * v;
+    if (v >= 0) pos.add(v);
+    else neg.add(-v);
+  }
+  void merge(const Dist& o);
+  int64_t mean() const { return n ? sum / int64_t(n) : 0; }
+  int64_t percentile(double p) const;  // nearest rank, p in [0, 1]; 0 when empty
+  int64_t median() const { return percentile(0.5); }
+  int64_t stddev() const;  // sample standard deviation (n - 1), rounded; 0 when n < 2
+};
 
 struct TimeStat {
   uint64_t count = 0;    // operations
   uint64_t untimed = 0;  // operations without a GPU time
-  int64_t total_ns = 0;  // over timed operations
-  int64_t min_ns = 0;    // 0 when nothing was timed
-  int64_t max_ns = 0;
+  Dist gpu;              // GPU times of the timed operations
 
-  void add(int64_t gpu_start, int64_t gpu_end);
+  void add(int64_t gpu_start, int64_t gpu_end) {
+    ++count;
+    if (gpu_start == 0 || gpu_end == 0 || gpu_end < gpu_start) ++untimed;
+    else gpu.add(gpu_end - gpu_start);
+  }
   void merge(const TimeStat& o);
   uint64_t timed() const { return count - untimed; }
-  int64_t mean_ns() const { return timed() ? total_ns / int64_t(timed()) : 0; }
+  int64_t total_ns() const { return gpu.sum; }
+  int64_t mean_ns() const { return gpu.mean(); }
+  int64_t min_ns() const { return gpu.min; }
+  int64_t max_ns() const { return gpu.max; }
 };
 
 struct KernelStat {
   std::string name;
   TimeStat time;
+  Precision precision = Precision::Other;
+  bool comm = false;  // a communication kernel (name starts with "nccl")
 };
 
 struct CopyStat {  // memcpy of one kind, or memset
   TimeStat time;
   uint64_t bytes = 0;
   uint64_t timed_bytes = 0;  // bytes of timed operations: bandwidth = timed_bytes / total_ns
+  void merge(const CopyStat& o);
 };
 
-struct SyncStat {  // CPU time blocked in the call: cpu_end - cpu_begin
+struct CpuTimeStat {  // CPU time of host calls: cpu_end - cpu_begin, never negative
   uint64_t count = 0;
   int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  void add(int64_t cpu_begin, int64_t cpu_end) {
+    int64_t d = cpu_end > cpu_begin ? cpu_end - cpu_begin : 0;
+    ++count;
+    total_ns += d;
+    if (d > max_ns) max_ns = d;
+  }
+  void merge(const CpuTimeStat& o) {
+    count += o.count;
+    total_ns += o.total_ns;
+    max_ns = std::max(max_ns, o.max_ns);
+  }
+  int64_t mean_ns() const { return count ? total_ns / int64_t(count) : 0; }
+};
+using SyncStat = CpuTimeStat;  // blocked CPU time of synchronisation calls
+
+struct ApiStat {
+  std::string name;
+  CpuTimeStat time;
 };
 
 struct RangeStat {
   uint64_t count = 0;
-  int64_t cpu_total_ns = 0;
-  int64_t cpu_min_ns = 0;
-  int64_t cpu_max_ns = 0;
-  uint64_t gpu_count = 0;  // ranges with a GPU projection
-  int64_t gpu_total_ns = 0;
+  Dist cpu;  // cpu_end - cpu_begin, never negative
+  Dist gpu;  // GPU projections (gpu.n of the ranges have one)
   uint64_t gpu_ops = 0;
 
   void add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t ops);
   void merge(const RangeStat& o);
-  int64_t cpu_mean_ns() const { return count ? cpu_total_ns / int64_t(count) : 0; }
-  int64_t gpu_mean_ns() const { return gpu_count ? gpu_total_ns / int64_t(gpu_count) : 0; }
+  uint64_t gpu_count() const { return gpu.n; }
+  int64_t cpu_total_ns() const { return cpu.sum; }
+  int64_t cpu_mean_ns() const { return cpu.mean(); }
+  int64_t gpu_total_ns() const { return gpu.sum; }
+  int64_t gpu_mean_ns() const { return gpu.mean(); }
 };
 
 struct RangeSummary {
@@ -77,11 +206,59 @@ struct RangeSummary {
   RangeStat stat;
 };
 
+struct HistBin {  // [lo_ns, hi_ns): count values
+  int64_t lo_ns = 0;
+  int64_t hi_ns = 0;
+  uint64_t count = 0;
+};
+
+// Step durations. Exact values are kept for up to kMaxExactSteps steps over all files (the
+// histogram and percentiles are then exact); beyond that the log histograms answer.
+struct StepStats {
+  static constexpr size_t kMaxExactSteps = size_t(1) << 20;
+  Dist cpu, gpu;
+  std::vector<int64_t> cpu_values, gpu_values;  // exact, while complete
+  bool exact = true;
+  void add(int64_t cpu_ns, bool has_gpu, int64_t gpu_ns);
+  void merge(const StepStats& o);
+  int64_t cpu_percentile(double p) const;
+  int64_t gpu_percentile(double p) const;
+  // 10-20 equal bins from min to max (1 bin when all values are equal; none when empty).
+  std::vector<HistBin> bins(bool gpu) const;
+};
+
+struct LaunchOutlier {
+  int64_t latency_ns = 0;
+  std::string name;
+  int64_t rank = -1;
+  std::string file;
+  uint64_t corr = 0;
+  int64_t cpu_end = 0;
+  int64_t gpu_start = 0;
+};
+
 struct DeviceInfo {
   uint16_t device = 0;
   std::string name;
   uint16_t cc_major = 0, cc_minor = 0, sm_count = 0;
   uint64_t total_mem = 0;
+};
+
+struct NvmlStat {  // GpuSample records of one device
+  uint16_t device = 0;
+  uint64_t samples = 0;
+  uint64_t util_sum = 0;      // percent
+  uint64_t mem_util_sum = 0;  // percent
+  uint64_t power_mw_sum = 0;
+  uint64_t mem_used_max = 0;
+  double util_mean() const { return samples ? double(util_sum) / double(samples) : 0; }
+  double mem_util_mean() const { return samples ? double(mem_util_sum) / double(samples) : 0; }
+  double power_w_mean() const { return samples ? double(power_mw_sum) / 1e3 / double(samples) : 0; }
+};
+
+struct DeviceActivity {  // what one device of one file did
+  uint16_t device = 0;
+  GpuBreakdown timeline;
 };
 
 struct FileSummary {  // one trace file: one process, usually one rank
@@ -97,7 +274,34 @@ struct FileSummary {  // one trace file: one process, usually one rank
   ReadStatus status;
   uint64_t dropped = 0;  // max(End.dropped, sum of Dropped records)
   bool read_error = false;
+
+  // This file's own figures, for the per-rank comparison.
+  uint64_t kernels = 0;          // launches (captured ones excluded)
+  int64_t kernel_ns = 0;         // GPU time of timed kernels
+  int64_t comm_kernel_ns = 0;    // ... of communication kernels
+  StepStats steps;
+  std::vector<DeviceActivity> activity;  // devices with timed GPU work, by device
+  std::vector<NvmlStat> nvml;            // devices with GPU samples, by device
+  uint64_t cpu_samples = 0;
+  uint16_t cpu_cores = 0;
+  uint64_t cpu_total_util_sum = 0;    // hundredths of a percent of the host
+  uint64_t cpu_process_util_sum = 0;  // hundredths of a percent of one core
 };
+
+struct SummaryOptions {
+  std::optional<int64_t> rank;     // only files whose rank is this one
+  std::optional<uint32_t> window;  // only records inside capture window W (Window records)
+  int64_t from_ns = std::numeric_limits<int64_t>::min();  // time span, by cpu_begin (or ts)
+  int64_t to_ns = std::numeric_limits<int64_t>::max();
+  std::string step_pattern = "step_[0-9]*|ProfilerStep#[0-9]*";  // globs, '|' between them
+  uint8_t step_sync = 0;  // fmt::SyncKind: steps between such synchronisations; 0 = ranges
+  int64_t short_kernel_ns = 5000;
+  size_t timeline_capacity = DeviceTimeline::kDefaultCapacity;
+};
+
+// Glob match: '*' any run, '?' one character, [abc] / [a-z] / [!a] a class; '|' separates
+// alternatives.
+bool glob_match(std::string_view pattern, std::string_view text);
 
 class SummaryModel {
  public:
@@ -105,31 +309,51 @@ class SummaryModel {
   static constexpr size_t kSyncKinds = 7;  // 0 (unknown) + fmt::SyncKind Context..EventQuery
   static constexpr size_t kMaxRangeNames = 10000;  // distinct (domain, name) pairs kept
   static constexpr size_t kMaxMarkNames = 10000;
+  static constexpr size_t kWorstLaunches = 10;
   static constexpr const char* kOtherNames = "(other names)";
 
-  // Streams one file (from its start) into the totals. False on a read error.
+  explicit SummaryModel(SummaryOptions o = {}) : opt_(std::move(o)) {}
+
+  // Streams one file into the totals. False on a read error. A file outside --rank is skipped
+  // (skipped_files()); so is one without capture window --window (with a note in notes()).
   bool add(TraceReader& r);
 
+  const SummaryOptions& options() const { return opt_; }
   std::vector<KernelStat> kernels() const;  // sorted by total_ns desc, count desc, name
   const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
   const CopyStat& memsets() const { return memset_; }
   const SyncStat& sync_kind(size_t kind) const { return syncs_[kind]; }
+  std::vector<ApiStat> apis() const;  // sorted by total CPU time desc, count desc, name
   // Sorted by cpu_total_ns desc, count desc, name, domain.
   std::vector<RangeSummary> ranges() const;
   std::vector<std::pair<std::string, uint64_t>> marks() const;  // sorted by count desc, name
+  const StepStats& steps() const { return steps_; }
+  std::string step_source() const;  // "ranges:<pattern>" or "sync:<kind>"
+  const Dist& launch_latency() const { return launch_; }
+  const Dist& launch_latency_idle() const { return launch_idle_; }  // stream idle at launch
+  const std::vector<LaunchOutlier>& worst_launches() const { return worst_; }  // desc
+  uint64_t short_kernels() const { return short_count_; }
+  int64_t short_kernel_ns() const { return short_ns_; }
   const std::vector<FileSummary>& files() const { return files_; }  // sorted by rank, file
+  GpuBreakdown total_breakdown() const;  // all devices of all files
   uint64_t dropped_records() const;
   uint64_t api_errors() const { return api_errors_; }
   uint64_t records() const { return records_; }
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
+  uint64_t skipped_files() const { return skipped_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Index into files() of the slowest rank (-1 with fewer than 2 files), and why.
+  int slowest_file(std::string* criterion) const;
 
   // The documented `cutrace summary --json` document.
   nlohmann::ordered_json to_json() const;
 
  private:
   struct FileTotals;
-  void merge_file(const TraceReader& r, FileTotals& t);
-  void add_file_summary(const TraceReader& r, bool read_ok);
+  struct Span;
+  bool prepass(TraceReader& r, Span* span, std::vector<int64_t>* step_ends);
+  void merge_file(const TraceReader& r, FileTotals& t, FileSummary& f);
+  FileSummary file_summary(const TraceReader& r, bool read_ok) const;
 
   struct RangeKey {
     std::string domain, name;
@@ -140,17 +364,30 @@ class SummaryModel {
       return std::hash<std::string>()(k.name) * 31 + std::hash<std::string>()(k.domain);
     }
   };
+  struct KernelEntry {
+    TimeStat time;
+    bool comm = false;
+  };
 
-  std::unordered_map<std::string, TimeStat> kernels_;
+  SummaryOptions opt_;
+  std::unordered_map<std::string, KernelEntry> kernels_;
+  std::unordered_map<std::string, CpuTimeStat> apis_;
   std::unordered_map<RangeKey, RangeStat, RangeKeyHash> ranges_;  // kOtherNames included
   std::unordered_map<std::string, uint64_t> marks_;
   std::array<CopyStat, kCopyKinds> memcpy_{};
   CopyStat memset_;
   std::array<SyncStat, kSyncKinds> syncs_{};
+  StepStats steps_;
+  Dist launch_, launch_idle_;
+  std::vector<LaunchOutlier> worst_;
+  uint64_t short_count_ = 0;
+  int64_t short_ns_ = 0;
   std::vector<FileSummary> files_;
+  std::vector<std::string> notes_;
   uint64_t api_errors_ = 0;
   uint64_t records_ = 0;
   uint64_t captured_ = 0;
+  uint64_t skipped_ = 0;
 };
 
 }  // namespace cutrace

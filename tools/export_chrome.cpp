@@ -1,0 +1,728 @@
+// `cutrace export --format chrome`: one Chrome trace JSON per rank in the schema PyTorch's
+// profiler (Kineto) writes, which Holistic Trace Analysis, Perfetto and chrome://tracing load.
+//
+// Layout of a file (top-level keys first, then one event per line):
+//   {"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"backend": "nccl",
+//    "rank": N, "world_size": W}, "displayTimeUnit": "ms", "baseTimeNanoseconds": B,
+//    "traceName": "...", "traceEvents": [ ... ]}
+// `"rank": N` keeps the space after the colon: HTA finds the rank with `"rank":\s+(\d+)`.
+// ts/dur are microseconds with 3 decimals, relative to baseTimeNanoseconds (wall-clock ns on
+// the common clock of tools/align.h; the same base for every rank, so ranks line up).
+//
+// Events: host side of each traced call (cat cuda_driver, or cuda_sync for synchronisation) on
+// pid = process id, tid = OS thread; GPU side of kernels/copies/sets (cat kernel, gpu_memcpy,
+// gpu_memset) on pid = device, tid = stream; launch -> GPU flows (ph s/f, cat "ac2g", id =
+// correlation); NVTX/annotation ranges (user_annotation: complete events on the thread for
+// push/pop ranges, async b/e pairs for start/end ranges, which need not nest; their GPU
+// projections as gpu_user_annotation on the device, tid 0); marks (ph i); capture windows and
+// dropped records (ph i, cat cutrace); counters (ph C) from CPU/GPU samples; metadata (ph M).
+//
+// Events are written as the records stream by (no document is built in memory); only GPU
+// samples and ranges' GPU projections are held until the end of a file, because the device
+// they are drawn on is known only then. Strings are escaped once per string id and cached.
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/reader.h"
+#include "tools/export_common.h"
+#include "tools/exports.h"
+
+namespace cutrace {
+namespace {
+
+using exporter::OutFile;
+
+// ---- JSON text -------------------------------------------------------------------------------
+
+// Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one.
+size_t utf8_len(const unsigned char* p, const unsigned char* end) {
+  unsigned c = p[0];
+  size_t n;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (size_t(end - p) < n) return 0;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < n; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return n;
+}
+
+// Appends s as a JSON string literal. Control characters, quotes and backslashes are escaped as
+// JSON requires; < > & and U+2028/U+2029 too, so that the text stays inert when a viewer embeds
+// the JSON in HTML or JavaScript (trace2html does); bytes that are not UTF-8 become U+FFFD.
+void append_json_string(std::string& o, std::string_view s) {
+  static const char hex[] = "0123456789abcdef";
+  o += '"';
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+  const unsigned char* end = p + s.size();
+  const unsigned char* run = p;  // start of bytes copied verbatim
+  auto flush = [&](const unsigned char* to) { o.append(reinterpret_cast<const char*>(run), size_t(to - run)); };
+  while (p < end) {
+    unsigned c = *p;
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
+      ++p;
+      continue;
+    }
+    if (c >= 0x80) {
+      size_t n = utf8_len(p, end);
+      bool line_sep = n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9);
+      if (n && !line_sep) {
+        p += n;
+        continue;
+      }
+      flush(p);
+      o += n ? (p[2] == 0xA8 ? "\\u2028" : "\\u2029") : "\\ufffd";
+      p += n ? n : 1;
+      run = p;
+      continue;
+    }
+    flush(p);
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      case '\b': o += "\\b"; break;
+      case '\f': o += "\\f"; break;
+      default:
+        o += "\\u00";
+        o += hex[c >> 4];
+        o += hex[c & 15];
+    }
+    ++p;
+    run = p;
+  }
+  flush(p);
+  o += '"';
+}
+
+void put_u64(std::string& o, uint64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof b, v);
+  o.append(b, r.ptr);
+}
+void put_i64(std::string& o, int64_t v) {
+  char b[24];
+  auto r = std::to_chars(b, b + sizeof b, v);
+  o.append(b, r.ptr);
+}
+// ns -> microseconds with exactly 3 decimals ("12.345", "-0.001").
+void put_us(std::string& o, int64_t ns) {
+  uint64_t u = ns < 0 ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
+  if (ns < 0) o += '-';
+  put_u64(o, u / 1000);
+  unsigned frac = unsigned(u % 1000);
+  char d[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
+  o.append(d, 4);
+}
+// A finite double with `decimals` places; JSON has no NaN/inf, so those become 0.
+void put_double(std::string& o, double v, int decimals) {
+  if (!std::isfinite(v)) v = 0;
+  char b[64];
+  int n = std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  o.append(b, size_t(n > 0 ? n : 0));
+}
+
+// ---- one trace file -> one JSON file -----------------------------------------------------------
+
+struct GpuSampleLite {
+  int64_t ts;
+  uint16_t device;
+  uint16_t util;
+  uint64_t mem_used;
+};
+
+struct Projection {  // a range's GPU projection, drawn on the device once it is known
+  int64_t start, end;
+  uint32_t tid;
+  uint32_t name_id;
+  uint32_t domain_id;
+  uint32_t gpu_ops;
+};
+
+class ChromeFile {
+ public:
+  ChromeFile(TraceReader& r, OutFile& out, int64_t offset, int64_t base)
+      : r_(r), out_(out), o_(out.buf()), offset_(offset), base_(base) {
+    info_ = exporter::process_info(r);
+    pid_ = info_.pid;
+  }
+
+  // Writes the whole document; returns events written.
+  uint64_t write(const std::string& trace_name) {
+    header(trace_name);
+    r_.read([&](const Record& rec) { record(rec); });
+    finish();
+    return events_;
+  }
+
+ private:
+  // -- helpers
+  int64_t rel(int64_t t) const { return t + offset_ - base_; }
+
+  void begin_event() {
+    o_ += events_ ? ",\n{" : "\n{";
+    ++events_;
+  }
+  void end_event() {
+    o_ += '}';
+    out_.maybe_flush();
+  }
+
+  // Escaped (quoted) string of a string id, cached per id.
+  const std::string& name(uint32_t id) {
+    if (id >= kMaxCachedId) {
+      scratch_.clear();
+      append_json_string(scratch_, r_.str(id));
+      return scratch_;
+    }
+    if (id >= names_.size()) names_.resize(std::max<size_t>(id + 1, names_.size() * 2));
+    std::string& s = names_[id];
+    if (s.empty()) append_json_string(s, r_.str(id));
+    return s;
+  }
+  const std::string& api(uint16_t api) {
+    std::string& s = apis_[api];
+    if (s.empty()) append_json_string(s, r_.api_name(api));
+    return s;
+  }
+
+  // {"ph":"X","cat":<cat>,"name":<quoted name>,"pid":P,"tid":T,"ts":..,"dur":..  (args follow)
+  void x_head(const char* cat, const std::string& quoted_name, int64_t pid, int64_t tid, int64_t t0, int64_t t1) {
+    begin_event();
+    o_ += "\"ph\":\"X\",\"cat\":\"";
+    o_ += cat;
+    o_ += "\",\"name\":";
+    o_ += quoted_name;
+    o_ += ",\"pid\":";
+    put_i64(o_, pid);
+    o_ += ",\"tid\":";
+    put_i64(o_, tid);
+    o_ += ",\"ts\":";
+    put_us(o_, rel(t0));
+    o_ += ",\"dur\":";
+    put_us(o_, t1 > t0 ? t1 - t0 : 0);
+  }
+
+  // Opens the args object: {"cbid": api id[, "correlation": corr][, "result": error]
+  void host_call(const char* cat, uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr,
+                 int32_t result, bool has_corr = true) {
+    host_tids_.insert(tid);
+    x_head(cat, api(api_id), pid_, tid, t0, t1);
+    o_ += ",\"args\":{\"cbid\":";
+    put_u64(o_, api_id);
+    if (has_corr) {
+      o_ += ",\"correlation\":";
+      put_u64(o_, corr);
+    }
+    if (result) {
+      o_ += ",\"result\":";
+      put_i64(o_, result);
+    }
+  }
+
+  void flow(const fmt::OpCommon& op) {
+    begin_event();
+    o_ += "\"ph\":\"s\",\"id\":";
+    put_u64(o_, op.corr);
+    o_ += ",\"pid\":";
+    put_i64(o_, pid_);
+    o_ += ",\"tid\":";
+    put_u64(o_, op.tid);
+    o_ += ",\"ts\":";
+    put_us(o_, rel(op.cpu_begin));
+    o_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"";
+    end_event();
+    begin_event();
+    o_ += "\"ph\":\"f\",\"id\":";
+    put_u64(o_, op.corr);
+    o_ += ",\"pid\":";
+    put_u64(o_, op.device);
+    o_ += ",\"tid\":";
+    put_u64(o_, op.stream);
+    o_ += ",\"ts\":";
+    put_us(o_, rel(op.gpu_start));
+    o_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"";
+    end_event();
+  }
+
+  // Host event of a GPU operation; returns true when the GPU side is drawn too.
+  bool op_host(const fmt::OpCommon& op) {
+    host_call("cuda_driver", op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result);
+    o_ += "}";
+    end_event();
+    votes_.op(op.tid, op.device);
+    if (!exporter::has_gpu_time(op)) return false;
+    streams_.insert({op.device, op.stream});
+    return true;
+  }
+
+  void gpu_args_head(const fmt::OpCommon& op) {
+    o_ += ",\"args\":{\"device\":";
+    put_u64(o_, op.device);
+    o_ += ",\"stream\":";
+    put_u64(o_, op.stream);
+    o_ += ",\"correlation\":";
+    put_u64(o_, op.corr);
+  }
+
+  void kernel(const fmt::KernelRec& k) {
+    fmt::OpCommon op = k.op;
+    if (!op_host(op)) return;
+    x_head("kernel", name(k.name_id), op.device, op.stream, op.gpu_start, op.gpu_end);
+    gpu_args_head(op);
+    o_ += ",\"grid\":[";
+    put_u64(o_, k.grid[0]);
+    o_ += ',';
+    put_u64(o_, k.grid[1]);
+    o_ += ',';
+    put_u64(o_, k.grid[2]);
+    o_ += "],\"block\":[";
+    put_u64(o_, k.block[0]);
+    o_ += ',';
+    put_u64(o_, k.block[1]);
+    o_ += ',';
+    put_u64(o_, k.block[2]);
+    o_ += "],\"registers per thread\":";
+    put_u64(o_, k.regs);
+    o_ += ",\"shared memory\":";
+    put_u64(o_, uint64_t(k.static_smem) + k.dyn_smem);
+    o_ += ",\"queued\":0,\"context\":0";
+    if (k.kind == uint8_t(fmt::KernelKind::Graph)) o_ += ",\"graph launch\":1";
+    if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
+    o_ += "}";
+    end_event();
+    flow(op);
+  }
+
+  void copy_args(const fmt::OpCommon& op, uint64_t bytes) {
+    gpu_args_head(op);
+    o_ += ",\"bytes\":";
+    put_u64(o_, bytes);
+    o_ += ",\"memory bandwidth (GB/s)\":";
+    int64_t dur = op.gpu_end - op.gpu_start;
+    put_double(o_, dur > 0 ? double(bytes) / double(dur) : 0.0, 3);
+    o_ += ",\"queued\":0,\"context\":0";
+    if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
+    o_ += "}";
+    end_event();
+    flow(op);
+  }
+
+  void memcpy(const fmt::MemcpyRec& m) {
+    fmt::OpCommon op = m.op;
+    if (!op_host(op)) return;
+    scratch_.clear();
+    append_json_string(scratch_, exporter::memcpy_name(m));
+    x_head("gpu_memcpy", scratch_, op.device, op.stream, op.gpu_start, op.gpu_end);
+    copy_args(op, m.bytes);
+  }
+
+  void memset(const fmt::MemsetRec& m) {
+    fmt::OpCommon op = m.op;
+    if (!op_host(op)) return;
+    static const std::string kName = "\"Memset (Device)\"";
+    x_head("gpu_memset", kName, op.device, op.stream, op.gpu_start, op.gpu_end);
+    copy_args(op, m.bytes);
+  }
+
+  void sync(const fmt::SyncRec& s) {
+    host_call("cuda_sync", s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result);
+    o_ += ",\"device\":";
+    put_u64(o_, s.device);
+    o_ += ",\"stream\":";
+    put_u64(o_, s.stream);
+    o_ += ",\"kind\":\"";
+    o_ += sync_kind_name(s.kind);
+    o_ += "\"}";
+    end_event();
+  }
+
+  void api_call(const fmt::ApiRec& a) {
+    host_call("cuda_driver", a.tid, a.api, a.cpu_begin, a.cpu_end, a.corr, a.result);
+    if (a.stream) {
+      o_ += ",\"stream\":";
+      put_u64(o_, a.stream);
+    }
+    o_ += "}";
+    end_event();
+  }
+
+  void memory(const fmt::MemoryRec& m) {
+    host_call("cuda_driver", m.tid, m.api, m.cpu_begin, m.cpu_end, 0, m.result, false);
+    o_ += ",\"bytes\":";
+    put_u64(o_, m.bytes);
+    char b[32];
+    std::snprintf(b, sizeof b, "\"0x%llx\"", static_cast<unsigned long long>(m.address));
+    o_ += ",\"address\":";
+    o_ += b;
+    o_ += "}";
+    end_event();
+  }
+
+  void range_args(uint32_t domain_id, uint32_t gpu_ops) {
+    o_ += ",\"args\":{";
+    if (domain_id) {
+      o_ += "\"domain\":";
+      o_ += name(domain_id);
+      o_ += ',';
+    }
+    o_ += "\"gpu ops\":";
+    put_u64(o_, gpu_ops);
+    o_ += '}';
+  }
+
+  // Push/pop ranges nest on their thread: complete events. A start/end range may overlap them
+  // (and end on another thread): an async pair (ph b/e) keyed by its range id, which viewers
+  // draw on a track of its own.
+  void range(const fmt::RangeRec& g) {
+    host_tids_.insert(g.tid);
+    if (g.kind == uint8_t(fmt::RangeKind::StartEnd)) {
+      char id[24];
+      std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(g.id));
+      for (int edge = 0; edge < 2; ++edge) {
+        begin_event();
+        o_ += edge ? "\"ph\":\"e\"" : "\"ph\":\"b\"";
+        o_ += ",\"cat\":\"user_annotation\",\"name\":";
+        o_ += name(g.name_id);
+        o_ += ",\"id\":";
+        o_ += id;
+        o_ += ",\"pid\":";
+        put_i64(o_, pid_);
+        o_ += ",\"tid\":";
+        put_u64(o_, edge ? g.end_tid : g.tid);
+        o_ += ",\"ts\":";
+        put_us(o_, rel(edge ? g.cpu_end : g.cpu_begin));
+        if (!edge) range_args(g.domain_id, g.gpu_ops);
+        end_event();
+      }
+    } else {
+      x_head("user_annotation", name(g.name_id), pid_, g.tid, g.cpu_begin, g.cpu_end);
+      range_args(g.domain_id, g.gpu_ops);
+      end_event();
+    }
+    if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
+      projections_.push_back({g.gpu_start, g.gpu_end, g.tid, g.name_id, g.domain_id, g.gpu_ops});
+  }
+
+  void instant(const char* cat, const std::string& quoted_name, char scope, int64_t tid, int64_t t) {
+    begin_event();
+    o_ += "\"ph\":\"i\",\"s\":\"";
+    o_ += scope;
+    o_ += "\",\"cat\":\"";
+    o_ += cat;
+    o_ += "\",\"name\":";
+    o_ += quoted_name;
+    o_ += ",\"pid\":";
+    put_i64(o_, pid_);
+    o_ += ",\"tid\":";
+    put_i64(o_, tid);
+    o_ += ",\"ts\":";
+    put_us(o_, rel(t));
+  }
+
+  void mark(const fmt::MarkRec& m) {
+    host_tids_.insert(m.tid);
+    instant("user_annotation", name(m.name_id), 't', m.tid, m.ts);
+    if (m.domain_id) {
+      o_ += ",\"args\":{\"domain\":";
+      o_ += name(m.domain_id);
+      o_ += '}';
+    }
+    end_event();
+  }
+
+  void counter(const char* quoted_name, int64_t pid, int64_t t) {
+    begin_event();
+    o_ += "\"ph\":\"C\",\"name\":";
+    o_ += quoted_name;
+    o_ += ",\"pid\":";
+    put_i64(o_, pid);
+    o_ += ",\"tid\":0,\"ts\":";
+    put_us(o_, rel(t));
+    o_ += ",\"args\":{";
+  }
+
+  void cpu_sample(const fmt::CpuSampleRec& c) {
+    counter("\"CPU utilization\"", pid_, c.ts);
+    o_ += "\"host %\":";
+    put_double(o_, c.total_util / 100.0, 2);
+    o_ += ",\"process %\":";
+    put_double(o_, c.process_util / 100.0, 2);
+    o_ += "}";
+    end_event();
+  }
+
+  void record(const Record& rec) {
+    switch (rec.type()) {
+      case fmt::RecType::Kernel: kernel(rec.as<fmt::KernelRec>()); break;
+      case fmt::RecType::Memcpy: memcpy(rec.as<fmt::MemcpyRec>()); break;
+      case fmt::RecType::Memset: memset(rec.as<fmt::MemsetRec>()); break;
+      case fmt::RecType::Sync: sync(rec.as<fmt::SyncRec>()); break;
+      case fmt::RecType::Api: api_call(rec.as<fmt::ApiRec>()); break;
+      case fmt::RecType::Memory: memory(rec.as<fmt::MemoryRec>()); break;
+      case fmt::RecType::Range: range(rec.as<fmt::RangeRec>()); break;
+      case fmt::RecType::Mark: mark(rec.as<fmt::MarkRec>()); break;
+      case fmt::RecType::CpuSample: cpu_sample(rec.as<fmt::CpuSampleRec>()); break;
+      case fmt::RecType::GpuSample: {
+        const auto& g = rec.as<fmt::GpuSampleRec>();
+        gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
+        break;
+      }
+      case fmt::RecType::Window: {
+        const auto& w = rec.as<fmt::WindowRec>();
+        std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
+        n += r_.str(w.reason_id);
+        n += ')';
+        scratch_.clear();
+        append_json_string(scratch_, n);
+        instant("cutrace", scratch_, 'p', 0, w.ts);
+        end_event();
+        break;
+      }
+      case fmt::RecType::Dropped: {
+        const auto& d = rec.as<fmt::DroppedRec>();
+        host_tids_.insert(d.tid);
+        instant("cutrace", "\"records dropped\"", 't', d.tid, d.ts);
+        o_ += ",\"args\":{\"count\":";
+        put_u64(o_, d.count);
+        o_ += "}";
+        end_event();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void header(const std::string& trace_name) {
+    o_ += "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [";
+    bool first = true;
+    for (const auto& [id, d] : r_.devices()) {
+      o_ += first ? "\n    {" : ",\n    {";
+      first = false;
+      o_ += "\"id\": ";
+      put_u64(o_, id);
+      o_ += ", \"name\": ";
+      append_json_string(o_, r_.str(d.name_id));
+      o_ += ", \"totalGlobalMem\": ";
+      put_u64(o_, d.total_mem);
+      o_ += ", \"computeMajor\": ";
+      put_u64(o_, d.cc_major);
+      o_ += ", \"computeMinor\": ";
+      put_u64(o_, d.cc_minor);
+      o_ += ", \"numSms\": ";
+      put_u64(o_, d.sm_count);
+      o_ += '}';
+    }
+    o_ += first ? "],\n" : "\n  ],\n";
+    o_ += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ";
+    put_i64(o_, info_.rank);
+    o_ += ", \"world_size\": ";
+    put_i64(o_, info_.world_size);
+    o_ += "},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+    put_i64(o_, base_);
+    o_ += ",\n  \"traceName\": ";
+    append_json_string(o_, trace_name);
+    o_ += ",\n  \"cutrace\": {\"host\": ";
+    append_json_string(o_, info_.host);
+    o_ += ", \"pid\": ";
+    put_i64(o_, info_.pid);
+    o_ += ", \"cmdline\": ";
+    append_json_string(o_, info_.cmdline);
+    o_ += ", \"source\": ";
+    append_json_string(o_, r_.path());
+    o_ += ", \"clock_offset_ns\": ";
+    put_i64(o_, offset_);
+    o_ += "},\n  \"traceEvents\": [";
+  }
+
+  void meta_event(const char* what, int64_t pid, int64_t tid, const char* key, const std::string& quoted_value) {
+    begin_event();
+    o_ += "\"ph\":\"M\",\"name\":\"";
+    o_ += what;
+    o_ += "\",\"pid\":";
+    put_i64(o_, pid);
+    o_ += ",\"tid\":";
+    put_i64(o_, tid);
+    o_ += ",\"args\":{\"";
+    o_ += key;
+    o_ += "\":";
+    o_ += quoted_value;
+    o_ += "}";
+    end_event();
+  }
+  static std::string quoted(std::string_view s) {
+    std::string q;
+    append_json_string(q, s);
+    return q;
+  }
+
+  void finish() {
+    // GPU annotations: the range's projection on the device of its thread's work (tid 0).
+    std::set<uint16_t> annotated;
+    for (const Projection& p : projections_) {
+      uint16_t dev = votes_.device_for(p.tid, r_);
+      annotated.insert(dev);
+      x_head("gpu_user_annotation", name(p.name_id), dev, 0, p.start, p.end);
+      range_args(p.domain_id, p.gpu_ops);
+      end_event();
+    }
+    // GPU samples: only devices this process used (NVML samples every GPU of the host).
+    std::set<uint16_t> sampled;
+    for (const GpuSampleLite& g : gpu_samples_) {
+      if (votes_.any() && !votes_.used(g.device)) continue;
+      sampled.insert(g.device);
+      counter("\"GPU utilization\"", g.device, g.ts);
+      o_ += "\"util %\":";
+      put_u64(o_, g.util);
+      o_ += "}";
+      end_event();
+      counter("\"GPU memory used\"", g.device, g.ts);
+      o_ += "\"GiB\":";
+      put_double(o_, double(g.mem_used) / double(1ull << 30), 3);
+      o_ += "}";
+      end_event();
+    }
+    // Metadata: names and order of processes and threads.
+    std::string label = info_.program + " (rank " + std::to_string(info_.rank) + ")";
+    meta_event("process_name", pid_, 0, "name", quoted(label));
+    meta_event("process_labels", pid_, 0, "labels",
+               quoted("rank " + std::to_string(info_.rank) + (info_.host.empty() ? "" : ", host " + info_.host)));
+    meta_event("process_sort_index", pid_, 0, "sort_index", "0");
+    for (uint32_t tid : host_tids_) {
+      auto it = r_.threads().find(tid);
+      std::string n = it != r_.threads().end() ? std::string(r_.str(it->second)) : std::string();
+      n = n.empty() ? "thread " + std::to_string(tid) : n + " (" + std::to_string(tid) + ")";
+      meta_event("thread_name", pid_, tid, "name", quoted(n));
+      meta_event("thread_sort_index", pid_, tid, "sort_index", std::to_string(tid == uint32_t(pid_) ? 0 : tid));
+    }
+    std::set<uint16_t> gpus = annotated;
+    gpus.insert(sampled.begin(), sampled.end());
+    for (const auto& s : streams_) gpus.insert(s.first);
+    for (uint16_t d : gpus) {
+      meta_event("process_name", d, 0, "name", quoted("GPU " + std::to_string(d)));
+      meta_event("process_sort_index", d, 0, "sort_index", std::to_string(100 + int(d)));
+    }
+    for (const auto& [dev, stream] : streams_) {
+      meta_event("thread_name", dev, stream, "name", quoted("stream " + std::to_string(stream)));
+      meta_event("thread_sort_index", dev, stream, "sort_index", std::to_string(stream));
+    }
+    for (uint16_t d : annotated) {
+      bool stream0 = streams_.count({d, 0}) != 0;
+      if (!stream0) meta_event("thread_name", d, 0, "name", quoted("annotations"));
+    }
+    o_ += "\n]}\n";
+  }
+
+  static constexpr uint32_t kMaxCachedId = 1u << 24;
+
+  TraceReader& r_;
+  OutFile& out_;
+  std::string& o_;
+  int64_t offset_;
+  int64_t base_;
+  exporter::ProcessInfo info_;
+  int64_t pid_ = 0;
+  uint64_t events_ = 0;
+  std::vector<std::string> names_;
+  std::unordered_map<uint16_t, std::string> apis_;
+  std::string scratch_;
+  std::set<uint32_t> host_tids_;
+  std::set<std::pair<uint16_t, uint32_t>> streams_;
+  exporter::DeviceVotes votes_;
+  std::vector<GpuSampleLite> gpu_samples_;
+  std::vector<Projection> projections_;
+};
+
+bool ends_with(const std::string& s, const char* suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string json_name_for(const std::string& trace_file) {
+  std::string b = exporter::base_name(trace_file);
+  if (ends_with(b, ".cutrace")) b.resize(b.size() - 8);
+  return b + ".json";
+}
+
+}  // namespace
+
+bool export_chrome(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
+                   std::string* err) {
+  exporter::ExportStats& st = exporter::g_stats;
+  st.clear();
+  if (files.empty()) {
+    *err = "no trace files to export";
+    return false;
+  }
+  // One base for every rank: the earliest capture start on the common clock, in whole us.
+  int64_t base = 0;
+  bool have_base = false;
+  std::vector<std::string> open_errors;
+  for (const std::string& f : files) {
+    TraceReader r;
+    std::string e;
+    if (!r.open(f, &e)) continue;
+    exporter::ProcessInfo p = exporter::process_info(r);
+    if (!p.start_mono) continue;
+    int64_t t = p.start_mono + exporter::offset_for(a, f);
+    if (!have_base || t < base) base = t;
+    have_base = true;
+  }
+  base -= ((base % 1000) + 1000) % 1000;
+
+  bool single = files.size() == 1 && ends_with(out, ".json");
+  if (!single && !exporter::make_dirs(out, err)) return false;
+  size_t exported = 0;
+  for (const std::string& f : files) {
+    TraceReader r;
+    std::string e;
+    if (!r.open(f, &e)) {
+      open_errors.push_back(e);
+      continue;
+    }
+    std::string path = single ? out : out + "/" + json_name_for(f);
+    OutFile o;
+    if (!o.open(path, err)) return false;
+    ChromeFile cf(r, o, exporter::offset_for(a, f), base);
+    st.events += cf.write(path);
+    if (!r.error().empty()) st.warnings.push_back(f + ": read error: " + r.error());
+    const ReadStatus& rs = r.status();
+    if (!rs.complete) st.warnings.push_back(f + ": truncated (no End record): exported what it holds");
+    if (rs.bad_blocks || rs.missing_blocks)
+      st.warnings.push_back(f + ": " + std::to_string(rs.bad_blocks) + " damaged and " +
+                            std::to_string(rs.missing_blocks) + " missing blocks skipped");
+    if (!o.close(err)) return false;
+    st.bytes += o.written();
+    st.outputs.push_back(path);
+    ++exported;
+  }
+  if (!open_errors.empty()) {
+    *err = "";
+    for (const std::string& e : open_errors) *err += (err->empty() ? "" : "; ") + e;
+    return false;
+  }
+  return exported > 0;
+}
+
+}  // namespace cutrace
