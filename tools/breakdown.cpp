@@ -77,12 +77,16 @@ void GpuBreakdown::merge(const GpuBreakdown& o) {
 
 DeviceTimeline::DeviceTimeline(size_t capacity) : capacity_(std::max<size_t>(capacity, 4)) {}
 
-void DeviceTimeline::add(const GpuInterval& in) {
+void DeviceTimeline::add(int64_t start, int64_t end, int64_t ready, GpuWork work) {
+  if (end < start) end = start;
   size_t j = buf_.size();
-  buf_.push_back(in);
+  buf_.emplace_back();
   GpuInterval& iv = buf_.back();
-  if (iv.end < iv.start) iv.end = iv.start;
-  if (j > 0 && sorted_ && before(iv, buf_[j - 1])) {
+  iv.start = start;
+  iv.end = end;
+  iv.ready = ready;
+  iv.work = work;
+  if (j > 0 && sorted_ && (start < buf_[j - 1].start || (start == buf_[j - 1].start && ready < buf_[j - 1].ready))) {
     GpuInterval x = iv;
     size_t i = j;  // insertion, at most kMaxShift places back
     while (i > 0 && j - i < kMaxShift && before(x, buf_[i - 1])) {
@@ -95,62 +99,62 @@ void DeviceTimeline::add(const GpuInterval& in) {
   if (buf_.size() >= capacity_) drain(capacity_ - capacity_ / 4);
 }
 
-void DeviceTimeline::drain(size_t n) {
-  if (!sorted_) {
-    std::sort(buf_.begin(), buf_.end(), before);
-    sorted_ = true;
-  }
-  n = std::min(n, buf_.size());
-  for (size_t i = 0; i < n; ++i) sweep(buf_[i]);
-  buf_.erase(buf_.begin(), buf_.begin() + ptrdiff_t(n));
-}
-
-void DeviceTimeline::sweep(GpuInterval iv) {
+__attribute__((always_inline)) inline void DeviceTimeline::sweep(int64_t start, int64_t end, int64_t ready, GpuWork work) {
   ++out_.intervals;
   if (!started_) {
     started_ = true;
-    t_ = iv.start;
-    out_.first_ns = iv.start;
+    t_ = start;
+    out_.first_ns = start;
   }
-  if (iv.start < t_) {  // the sweep already passed its start: keep what is still ahead
+  if (start < t_) {  // the sweep already passed its start: keep what is still ahead
     ++out_.late;
     if (capacity_ < kMaxCapacity) capacity_ = std::min(kMaxCapacity, capacity_ * 4);
-    out_.late_ns += std::min(iv.end, t_) - iv.start;
-    if (iv.end <= t_) return;
-    iv.start = t_;
-    advance(iv.start, iv.ready, false);
+    out_.late_ns += std::min(end, t_) - start;
+    if (end <= t_) return;
+    start = t_;
+    advance(start, ready, false);
   } else {
-    advance(iv.start, iv.ready, true);
+    advance(start, ready, true);
   }
-  if (active_set_.empty() || iv.end < next_end_) next_end_ = iv.end;
-  active_set_.push_back({iv.end, iv.work});
-  if (active_[size_t(iv.work)]++ == 0) mask_ |= 1u << unsigned(iv.work);
+  if (run_end_.empty() || end < next_end_) next_end_ = end;
+  run_end_.push_back(end);
+  run_work_.push_back(work);
+  if (active_[size_t(work)]++ == 0) mask_ |= 1u << unsigned(work);
 }
 
 void DeviceTimeline::retire(size_t i) {
-  GpuWork w = active_set_[i].work;
-  active_set_[i] = active_set_.back();
-  active_set_.pop_back();
+  GpuWork w = run_work_[i];
+  run_end_[i] = run_end_.back();
+  run_work_[i] = run_work_.back();
+  run_end_.pop_back();
+  run_work_.pop_back();
   if (--active_[size_t(w)] == 0) mask_ &= ~(1u << unsigned(w));
 }
 
 // Attributes [t_, to) to the active sets in turn, retiring intervals that end on the way. When
 // nothing is active just before `to`, that stretch is an idle gap ended by an interval ready at
 // `ready`.
-void DeviceTimeline::advance(int64_t to, int64_t ready, bool gap_ends) {
-  while (!active_set_.empty() && next_end_ <= to) {
+__attribute__((always_inline)) inline void DeviceTimeline::advance(int64_t to, int64_t ready, bool gap_ends) {
+  while (!run_end_.empty() && next_end_ <= to) {
     int64_t e = next_end_;
     if (e > t_) {
       out_.mask_ns[mask_] += e - t_;
       t_ = e;
     }
+    if (run_end_.size() == 1) {  // the common case: one interval running, and it ends
+      GpuWork w = run_work_[0];
+      run_end_.clear();
+      run_work_.clear();
+      if (--active_[size_t(w)] == 0) mask_ &= ~(1u << unsigned(w));
+      break;
+    }
     // Retire everything that ends at e, and find the next earliest end.
     int64_t next = std::numeric_limits<int64_t>::max();
-    for (size_t i = 0; i < active_set_.size();) {
-      if (active_set_[i].end <= e) {
+    for (size_t i = 0; i < run_end_.size();) {
+      if (run_end_[i] <= e) {
         retire(i);
       } else {
-        next = std::min(next, active_set_[i].end);
+        next = std::min(next, run_end_[i]);
         ++i;
       }
     }
@@ -171,17 +175,31 @@ void DeviceTimeline::advance(int64_t to, int64_t ready, bool gap_ends) {
   }
 }
 
+void DeviceTimeline::drain(size_t n) {
+  if (!sorted_) {
+    std::sort(buf_.begin(), buf_.end(), before);
+    sorted_ = true;
+  }
+  n = std::min(n, buf_.size());
+  for (size_t i = 0; i < n; ++i) {
+    const GpuInterval& iv = buf_[i];
+    sweep(iv.start, iv.end, iv.ready, iv.work);
+  }
+  buf_.erase(buf_.begin(), buf_.begin() + ptrdiff_t(n));
+}
+
 GpuBreakdown DeviceTimeline::finish() {
   drain(buf_.size());
   if (started_) {
     int64_t end = t_;
-    for (const Active& a : active_set_) end = std::max(end, a.end);
+    for (int64_t e : run_end_) end = std::max(end, e);
     advance(end, 0, false);
     out_.last_ns = t_;
   }
   GpuBreakdown b = out_;
   out_ = GpuBreakdown{};
-  active_set_.clear();
+  run_end_.clear();
+  run_work_.clear();
   std::fill(std::begin(active_), std::end(active_), 0);
   mask_ = 0;
   started_ = false;

@@ -68,27 +68,26 @@ class DeviceTimeline {
   static constexpr size_t kDefaultCapacity = size_t(1) << 12;
   static constexpr size_t kMaxCapacity = size_t(1) << 20;
   explicit DeviceTimeline(size_t capacity = kDefaultCapacity);
-  void add(const GpuInterval& iv);  // end < start is treated as end == start
+  // end < start is treated as end == start.
+  void add(int64_t start, int64_t end, int64_t ready, GpuWork work);
+  void add(const GpuInterval& iv) { add(iv.start, iv.end, iv.ready, iv.work); }
   // Sweeps what is left and returns the totals; the timeline is empty afterwards.
   GpuBreakdown finish();
 
  private:
-  struct Active {
-    int64_t end;
-    GpuWork work;
-  };
   void drain(size_t n);  // sweeps the first n buffered intervals (sorting the buffer if needed)
-  void sweep(GpuInterval iv);
+  void sweep(int64_t start, int64_t end, int64_t ready, GpuWork work);
   void advance(int64_t to, int64_t ready, bool gap_ends);
-  void retire(size_t i);  // removes active_set_[i], which ended at t_
+  void retire(size_t i);  // removes running interval i, which ended at t_
 
   size_t capacity_;
   std::vector<GpuInterval> buf_;
   bool sorted_ = true;
-  // Running intervals: few (about one per busy stream), so a plain array scanned for the
-  // earliest end beats a heap.
-  std::vector<Active> active_set_;
-  int64_t next_end_ = 0;  // earliest end in active_set_ (valid when not empty)
+  // Running intervals: few (about one per busy stream), so plain arrays scanned for the
+  // earliest end beat a heap. (Scalar arrays: no store-forwarding stalls on the hot path.)
+  std::vector<int64_t> run_end_;
+  std::vector<GpuWork> run_work_;
+  int64_t next_end_ = 0;  // earliest end in run_end_ (valid when not empty)
   uint32_t active_[kGpuWorkKinds] = {};
   unsigned mask_ = 0;
   bool started_ = false;

@@ -158,17 +158,25 @@ void print_kernels(const SummaryModel& m, size_t top) {
   c.print(stdout);
 }
 
-void print_precision(const nlohmann::ordered_json& j) {
+void print_precision(const SummaryModel& m) {
   section("Kernel precision (inferred from kernel names, see docs/SUMMARY.md)");
   Table t({{"Precision", Align::Left},
            {"Names", Align::Right},
            {"Launches", Align::Right},
            {"GPU time", Align::Right},
            {"Time%", Align::Right}});
-  for (const auto& [name, p] : j["kernel_precision"].items()) {
-    if (p["count"].get<uint64_t>() == 0) continue;
-    t.row({name, human_count(p["names"]), human_count(p["count"]), human_ns(p["total_ns"]),
-           fraction(p["share"])});
+  auto prec = m.precisions();
+  int64_t all = 0;
+  for (const auto& p : prec) all += p.total_ns;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < prec.size(); ++i) {
+    if (prec[i].count) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prec[a].total_ns > prec[b].total_ns; });
+  for (size_t i : order) {
+    const cutrace::PrecisionTotal& p = prec[i];
+    t.row({cutrace::precision_name(cutrace::Precision(i)), human_count(p.names), human_count(p.count),
+           human_ns(p.total_ns), percent(double(p.total_ns), double(all))});
   }
   if (t.empty()) std::printf("  none\n");
   else t.print(stdout);
@@ -520,10 +528,9 @@ void print_ranks(const SummaryModel& m) {
 }
 
 void print_text(const SummaryModel& m, size_t top) {
-  nlohmann::ordered_json j = m.to_json();
   print_files(m);
   print_kernels(m, top);
-  print_precision(j);
+  print_precision(m);
   print_launches(m);
   print_copies(m);
   print_activity(m);

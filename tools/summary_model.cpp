@@ -391,11 +391,13 @@ struct SummaryModel::FileTotals {
   int64_t worst_floor = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> stream_end;  // by stream id: latest GPU end seen
   std::vector<Timeline> timelines;
+  DeviceTimeline* last_timeline = nullptr;  // of last_device
+  uint16_t last_device = 0;
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
   uint16_t cpu_cores = 0;
 
-  KSlot& kslot(uint32_t name_id) {
+  [[gnu::always_inline]] KSlot& kslot(uint32_t name_id) {
     if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
     int32_t& s = kslot_of[name_id];
     if (s < 0) {
@@ -404,25 +406,27 @@ struct SummaryModel::FileTotals {
     }
     return kslots[size_t(s)];
   }
-  CpuTimeStat& api(uint16_t id) {
+  [[gnu::always_inline]] CpuTimeStat& api(uint16_t id) {
     if (id >= apis.size()) apis.resize(size_t(id) + 1);
     return apis[id];
   }
-  DeviceTimeline& timeline(uint16_t device) {
+  [[gnu::always_inline]] DeviceTimeline& timeline(uint16_t device) {
+    if (last_timeline && last_device == device) return *last_timeline;
+    last_device = device;
     for (Timeline& t : timelines) {
-      if (t.device == device) return *t.t;
+      if (t.device == device) return *(last_timeline = t.t.get());
     }
     timelines.push_back({device, std::make_unique<DeviceTimeline>(opt.timeline_capacity)});
-    return *timelines.back().t;
+    return *(last_timeline = timelines.back().t.get());
   }
-  int64_t& last_end(uint32_t stream) {
+  [[gnu::always_inline]] int64_t& last_end(uint32_t stream) {
     if (stream >= stream_end.size()) stream_end.resize(size_t(stream) + 1, 0);
     return stream_end[stream];
   }
   // A timed GPU operation: the timeline, the stream's last end, the --step-sync step.
-  void gpu_op(const fmt::OpCommon& op, GpuWork work, int64_t ready) {
+  [[gnu::always_inline]] void gpu_op(const fmt::OpCommon& op, GpuWork work, int64_t ready) {
     int64_t gs = op.gpu_start, ge = op.gpu_end;
-    timeline(op.device).add({gs, ge, ready, work});
+    timeline(op.device).add(gs, ge, ready, work);
     int64_t& le = last_end(op.stream);
     if (ge > le) le = ge;
     if (step_ends.size() >= 2) {
@@ -788,6 +792,17 @@ std::vector<KernelStat> SummaryModel::kernels() const {
   return out;
 }
 
+std::array<PrecisionTotal, kPrecisions> SummaryModel::precisions() const {
+  std::array<PrecisionTotal, kPrecisions> out{};
+  for (const auto& [name, e] : kernels_) {
+    PrecisionTotal& p = out[size_t(kernel_precision(name))];
+    ++p.names;
+    p.count += e.time.count;
+    p.total_ns += e.time.total_ns();
+  }
+  return out;
+}
+
 std::vector<ApiStat> SummaryModel::apis() const {
   std::vector<ApiStat> out;
   for (const auto& [name, s] : apis_) out.push_back({name, s});
@@ -886,16 +901,7 @@ Json SummaryModel::to_json() const {
                         {"total_ns", all.total_ns()},
                         {"mean_ns", all.mean_ns()}};
 
-  struct PrecisionTotal {
-    uint64_t count = 0, names = 0;
-    int64_t total_ns = 0;
-  } prec[kPrecisions];
-  for (const KernelStat& k : ks) {
-    PrecisionTotal& p = prec[size_t(k.precision)];
-    p.count += k.time.count;
-    p.total_ns += k.time.total_ns();
-    ++p.names;
-  }
+  std::array<PrecisionTotal, kPrecisions> prec = precisions();
   j["kernel_precision"] = Json::object();
   for (size_t i = 0; i < kPrecisions; ++i) {
     j["kernel_precision"][precision_name(Precision(i))] = {

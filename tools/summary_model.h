@@ -113,7 +113,7 @@ struct Dist {
   __int128 sumsq = 0;
   LogHistogram pos, neg;
 
-  void add(int64_t v) {
+  [[gnu::always_inline]] void add(int64_t v) {
     min = n == 0 ? v : std::min(min, v);
     max = n == 0 ? v : std::max(max, v);
     ++n;
@@ -152,6 +152,12 @@ struct KernelStat {
   TimeStat time;
   Precision precision = Precision::Other;
   bool comm = false;  // a communication kernel (name starts with "nccl")
+};
+
+struct PrecisionTotal {  // kernels of one inferred precision
+  uint64_t names = 0;
+  uint64_t count = 0;  // launches
+  int64_t total_ns = 0;
 };
 
 struct CopyStat {  // memcpy of one kind, or memset
@@ -320,6 +326,7 @@ class SummaryModel {
 
   const SummaryOptions& options() const { return opt_; }
   std::vector<KernelStat> kernels() const;  // sorted by total_ns desc, count desc, name
+  std::array<PrecisionTotal, kPrecisions> precisions() const;  // indexed by Precision
   const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
   const CopyStat& memsets() const { return memset_; }
   const SyncStat& sync_kind(size_t kind) const { return syncs_[kind]; }
