@@ -28,6 +28,7 @@ UNIT_BIN := $(BUILD)/test/unit_tests
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
 
 .PHONY: all test demo install clean
+.SECONDARY:
 all: $(SHIM_SO) $(CLI_BIN)
 
 $(BUILD)/obj/%.o: %.cpp

@@ -615,8 +615,6 @@ void Collector::handle(const Drained& d) {
     case RawKind::Window:
       window_edge(fmt::WindowEdge(r.sub), t0, r.nvtx.name ? r.nvtx.name : "api");
       break;
-    case RawKind::CtxFlush:
-      break;
   }
   --d.owner->pending_refs;
 }
@@ -653,10 +651,6 @@ void collector_forget_context(CUcontext ctx) {
     g_col->forget_context(ctx);
     g_col->request_sync(false, false);
   }
-}
-
-void collector_forget_device(CUdevice) {
-  // Primary-context reset: the sync before it resolved everything; contexts are re-learned.
 }
 
 void collector_shutdown(uint32_t end_flags) {

@@ -18,7 +18,6 @@ void collector_sync(bool wait_gpu);
 
 // A context / device is being destroyed or reset: drop its cached state after the sync.
 void collector_forget_context(CUcontext ctx);
-void collector_forget_device(CUdevice dev);
 
 // Final flush and close (atexit, fatal signal). Idempotent.
 void collector_shutdown(uint32_t end_flags);

@@ -44,7 +44,6 @@ struct Span {
 std::mutex g_mu;
 std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
 int64_t g_last_flush = 0;
-uint64_t g_dropped = 0;
 uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
 
 constexpr size_t kBufferBytes = 8 << 20;
@@ -187,11 +186,6 @@ bool cupti_take(uint32_t corr, int64_t* start, int64_t* end) {
   g_spans->erase(it);
   ++g_n_taken;
   return true;
-}
-
-uint64_t cupti_dropped() {
-  std::lock_guard<std::mutex> l(g_mu);
-  return g_dropped;
 }
 
 }  // namespace cutrace

@@ -14,7 +14,6 @@ void cupti_flush();                      // collector: hands CUPTI's completed r
 void cupti_stop();                       // collector at exit: flush everything
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.
 bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
-uint64_t cupti_dropped();
 
 // Hot path (cupti mode): CUPTI's correlation id of this thread's latest traced driver call.
 uint32_t cupti_last_correlation();

@@ -361,14 +361,6 @@ enum EndFlags : uint32_t {
 
 #pragma pack(pop)
 
-// FNV-1a, 32-bit: a small general-purpose hash (not used by the block format).
-inline uint32_t fnv1a32(const void* data, uint64_t n) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  uint32_t h = 2166136261u;
-  for (uint64_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
-
 // XXH32 with seed 0 (the xxHash 32-bit algorithm, as in the LZ4 frame format): the block
 // checksum. About 7 GB/s on one core, where byte-serial FNV-1a manages under 1 GB/s.
 namespace xxh32_detail {

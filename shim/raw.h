@@ -15,7 +15,6 @@ enum class RawKind : uint8_t {
   Memory = 5,       // sub = fmt::MemOp
   EventRecord = 6,  // the application recorded one of its events: used for cross-stream timing
   StreamWait = 7,
-  CtxFlush = 8,     // a context is about to be destroyed: resolve its events now
   RangePush = 9,    // NVTX / API annotations (nvtx_bridge/)
   RangePop = 10,
   RangeStart = 11,

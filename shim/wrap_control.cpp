@@ -39,8 +39,7 @@ CUresult primary_release(const Binding& b, CUdevice d) {
   return b.fn<PFN_primary>()(d);
 }
 CUresult primary_reset(const Binding& b, CUdevice d) {
-  before_teardown();
-  collector_forget_device(d);
+  before_teardown();  // the contexts are re-learned afterwards
   return b.fn<PFN_primary>()(d);
 }
 
