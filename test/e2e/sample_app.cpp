@@ -7,6 +7,7 @@
 // On a real GPU they come from sample_kernels_ptx.h: `scale` (y = a * x) stands for the
 // elementwise kernels and `spin` (busy-waits N clock cycles) for the others; the results of
 // `scale` are checked (y == a * x on s0, z == b * y on s1, which also checks the event wait).
+#include <nvtx3/nvToolsExt.h>
 #include <cmath>
 #include <vector>
 
@@ -107,23 +108,31 @@ int main() {
 
   std::vector<float> want_y(kN);
   for (int step = 0; step < kSteps; ++step) {
+    char step_name[32];
+    snprintf(step_name, sizeof step_name, "step_%d", step);
+    nvtxRangePushA(step_name);  // NVTX ranges, as a training script annotates its steps
     for (int i = 0; i < kN; ++i) host_x[i] = float((i + step) % 1000) * 0.25f;  // exact in float
     CHECK(cuMemcpyHtoDAsync(x, host_x, bytes, s0));
+    nvtxRangePushA("forward");
     for (int l = 0; l < kLayers; ++l) {  // forward: y = a * x
       launch(kGemmFwd, s0, 0, 0, 0);
       launch(kElementwise, s0, y, x, kA);
       launch(l == 0 ? kLayerNorm : kSoftmaxFwd, s0, 0, 0, 0);
     }
+    nvtxRangePop();
     CHECK(cuEventRecord(forward_done, s0));
     CHECK(cuStreamWaitEvent(s1, forward_done, 0));
     CHECK(cuMemsetD32Async(grad, 0, kN, s1));
+    nvtxRangePushA("backward");
     for (int l = 0; l < kLayers; ++l) {  // backward: z = b * y
       launch(kSoftmaxBwd, s1, 0, 0, 0);
       launch(kGemmBwd, s1, 0, 0, 0);
       launch(l == kLayers - 1 ? kOptimizer : kReduce, s1, z, y, kB);
     }
+    nvtxRangePop();
     CHECK(cuMemcpyDtoHAsync(host_z, z, bytes, s1));
     CHECK(cuStreamSynchronize(s1));
+    nvtxRangePop();
     if (g_real) {
       for (int i = 0; i < kN; ++i) want_y[i] = kA * host_x[i];
       if (!check_scaled(host_z, want_y.data(), kB, "z", step)) return 1;
