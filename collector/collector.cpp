@@ -134,7 +134,7 @@ void on_fatal_signal(int sig) {
 }
 
 void install_signal_flush() {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGABRT}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
     struct sigaction sa {};
@@ -658,6 +658,17 @@ void collector_shutdown(uint32_t end_flags) {
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
   g_capture_on.store(false, std::memory_order_relaxed);
   g_col->shutdown(end_flags);
+}
+
+void collector_before_exec() {
+  collector_shutdown(fmt::kEndClean);
+}
+
+void collector_after_failed_exec() {
+  int expected = kStopped;
+  if (!g_state.compare_exchange_strong(expected, kIdle)) return;
+  g_col = nullptr;  // the stopped collector (and its closed file) is left as it is
+  g_capture_on.store(config().enabled && !config().deferred(), std::memory_order_relaxed);
 }
 
 void collector_after_fork_child() {

@@ -22,6 +22,10 @@ void collector_forget_context(CUcontext ctx);
 // Final flush and close (atexit, fatal signal). Idempotent.
 void collector_shutdown(uint32_t end_flags);
 
+// exec*: shut down cleanly before the real exec; start afresh if the exec failed.
+void collector_before_exec();
+void collector_after_failed_exec();
+
 // fork() child: the parent's collector thread does not exist here; start afresh on demand.
 void collector_after_fork_child();
 
