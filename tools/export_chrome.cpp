@@ -160,6 +160,9 @@ struct Projection {  // a range's GPU projection, drawn on the device once it is
 };
 
 class ChromeFile {
+  template <class E>
+  friend void exporter::dispatch_record(const Record&, E&);  // calls the per-type handlers
+
  public:
   ChromeFile(TraceReader& r, OutFile& out, int64_t offset, int64_t base)
       : r_(r), out_(out), o_(out.buf()), offset_(offset), base_(base) {
@@ -472,46 +475,29 @@ class ChromeFile {
     end_event();
   }
 
-  void record(const Record& rec) {
-    switch (rec.type()) {
-      case fmt::RecType::Kernel: kernel(rec.as<fmt::KernelRec>()); break;
-      case fmt::RecType::Memcpy: memcpy(rec.as<fmt::MemcpyRec>()); break;
-      case fmt::RecType::Memset: memset(rec.as<fmt::MemsetRec>()); break;
-      case fmt::RecType::Sync: sync(rec.as<fmt::SyncRec>()); break;
-      case fmt::RecType::Api: api_call(rec.as<fmt::ApiRec>()); break;
-      case fmt::RecType::Memory: memory(rec.as<fmt::MemoryRec>()); break;
-      case fmt::RecType::Range: range(rec.as<fmt::RangeRec>()); break;
-      case fmt::RecType::Mark: mark(rec.as<fmt::MarkRec>()); break;
-      case fmt::RecType::CpuSample: cpu_sample(rec.as<fmt::CpuSampleRec>()); break;
-      case fmt::RecType::GpuSample: {
-        const auto& g = rec.as<fmt::GpuSampleRec>();
-        gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
-        break;
-      }
-      case fmt::RecType::Window: {
-        const auto& w = rec.as<fmt::WindowRec>();
-        std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
-        n += r_.str(w.reason_id);
-        n += ')';
-        scratch_.clear();
-        append_json_string(scratch_, n);
-        instant("cutrace", scratch_, 'p', 0, w.ts);
-        end_event();
-        break;
-      }
-      case fmt::RecType::Dropped: {
-        const auto& d = rec.as<fmt::DroppedRec>();
-        host_tids_.insert(d.tid);
-        instant("cutrace", "\"records dropped\"", 't', d.tid, d.ts);
-        o_ += ",\"args\":{\"count\":";
-        put_u64(o_, d.count);
-        o_ += "}";
-        end_event();
-        break;
-      }
-      default:
-        break;
-    }
+  void record(const Record& rec) { exporter::dispatch_record(rec, *this); }
+
+  void gpu_sample(const fmt::GpuSampleRec& g) {
+    gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
+  }
+
+  void window(const fmt::WindowRec& w) {
+    std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
+    n += r_.str(w.reason_id);
+    n += ')';
+    scratch_.clear();
+    append_json_string(scratch_, n);
+    instant("cutrace", scratch_, 'p', 0, w.ts);
+    end_event();
+  }
+
+  void dropped(const fmt::DroppedRec& d) {
+    host_tids_.insert(d.tid);
+    instant("cutrace", "\"records dropped\"", 't', d.tid, d.ts);
+    o_ += ",\"args\":{\"count\":";
+    put_u64(o_, d.count);
+    o_ += "}";
+    end_event();
   }
 
   void header(const std::string& trace_name) {

@@ -216,4 +216,26 @@ inline bool make_dirs(const std::string& dir, std::string* err) {
   return true;
 }
 
+// Hands one record to the exporter's handler for its type (every exporter has the same set:
+// kernel, memcpy, memset, sync, api_call, memory, range, mark, cpu_sample, gpu_sample, window,
+// dropped); other records are not exported.
+template <class E>
+void dispatch_record(const Record& rec, E& e) {
+  switch (rec.type()) {
+    case fmt::RecType::Kernel: e.kernel(rec.as<fmt::KernelRec>()); break;
+    case fmt::RecType::Memcpy: e.memcpy(rec.as<fmt::MemcpyRec>()); break;
+    case fmt::RecType::Memset: e.memset(rec.as<fmt::MemsetRec>()); break;
+    case fmt::RecType::Sync: e.sync(rec.as<fmt::SyncRec>()); break;
+    case fmt::RecType::Api: e.api_call(rec.as<fmt::ApiRec>()); break;
+    case fmt::RecType::Memory: e.memory(rec.as<fmt::MemoryRec>()); break;
+    case fmt::RecType::Range: e.range(rec.as<fmt::RangeRec>()); break;
+    case fmt::RecType::Mark: e.mark(rec.as<fmt::MarkRec>()); break;
+    case fmt::RecType::CpuSample: e.cpu_sample(rec.as<fmt::CpuSampleRec>()); break;
+    case fmt::RecType::GpuSample: e.gpu_sample(rec.as<fmt::GpuSampleRec>()); break;
+    case fmt::RecType::Window: e.window(rec.as<fmt::WindowRec>()); break;
+    case fmt::RecType::Dropped: e.dropped(rec.as<fmt::DroppedRec>()); break;
+    default: break;
+  }
+}
+
 }  // namespace cutrace::exporter

@@ -221,6 +221,9 @@ struct Shared {  // state across the files of one export
 };
 
 class PerfettoFile {
+  template <class E>
+  friend void exporter::dispatch_record(const Record&, E&);  // calls the per-type handlers
+
  public:
   PerfettoFile(TraceReader& r, OutFile& out, Shared& sh, size_t index, int64_t offset)
       : r_(r), out_(out), sh_(sh), index_(index), seq_(uint32_t(index + 1)), offset_(offset) {
@@ -505,41 +508,24 @@ class PerfettoFile {
               c.ts, c.process_util / 100.0);
   }
 
-  void record(const Record& rec) {
-    switch (rec.type()) {
-      case fmt::RecType::Kernel: kernel(rec.as<fmt::KernelRec>()); break;
-      case fmt::RecType::Memcpy: memcpy(rec.as<fmt::MemcpyRec>()); break;
-      case fmt::RecType::Memset: memset(rec.as<fmt::MemsetRec>()); break;
-      case fmt::RecType::Sync: sync(rec.as<fmt::SyncRec>()); break;
-      case fmt::RecType::Api: api_call(rec.as<fmt::ApiRec>()); break;
-      case fmt::RecType::Memory: memory(rec.as<fmt::MemoryRec>()); break;
-      case fmt::RecType::Range: range(rec.as<fmt::RangeRec>()); break;
-      case fmt::RecType::Mark: mark(rec.as<fmt::MarkRec>()); break;
-      case fmt::RecType::CpuSample: cpu_sample(rec.as<fmt::CpuSampleRec>()); break;
-      case fmt::RecType::GpuSample: {
-        const auto& g = rec.as<fmt::GpuSampleRec>();
-        gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
-        break;
-      }
-      case fmt::RecType::Window: {
-        const auto& w = rec.as<fmt::WindowRec>();
-        std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
-        n += r_.str(w.reason_id);
-        n += ')';
-        body_begin(intern(n), kCatCutrace);
-        instant(process_track_, w.ts);
-        break;
-      }
-      case fmt::RecType::Dropped: {
-        const auto& d = rec.as<fmt::DroppedRec>();
-        body_begin(intern("records dropped"), kCatCutrace);
-        ann_int(kAnnCount, int64_t(d.count));
-        instant(thread_track(d.tid), d.ts);
-        break;
-      }
-      default:
-        break;
-    }
+  void record(const Record& rec) { exporter::dispatch_record(rec, *this); }
+
+  void gpu_sample(const fmt::GpuSampleRec& g) {
+    gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
+  }
+
+  void window(const fmt::WindowRec& w) {
+    std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
+    n += r_.str(w.reason_id);
+    n += ')';
+    body_begin(intern(n), kCatCutrace);
+    instant(process_track_, w.ts);
+  }
+
+  void dropped(const fmt::DroppedRec& d) {
+    body_begin(intern("records dropped"), kCatCutrace);
+    ann_int(kAnnCount, int64_t(d.count));
+    instant(thread_track(d.tid), d.ts);
   }
 
   // GPU projections and samples go to devices known only now; threads get their names.

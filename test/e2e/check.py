@@ -231,8 +231,16 @@ def launch_routes_all_counted(s, c):
             continue
         fake_ns = 60000 if name == "CUDA graph #1" else 20000  # graph: 3 nodes of 20 us
         c.equal(f"{name} untimed", k[name]["untimed"], 0)
-        c.expect(k[name]["min_ns"] >= fake_ns - 1000,
-                 f"{name} min {k[name]['min_ns']} ns < {fake_ns - 1000} ns")
+        if k[name]["min_ns"] < fake_ns - 1000:
+            # A short record is wrong unless its launching thread was descheduled inside the
+            # launch call (the inferred start is the call's return): look at the records.
+            trace = os.path.join(d, traces(d)[0])
+            short = [r for r in dump_kernels(s, c, trace)
+                     if r[0] == name and r[5] - r[4] < fake_ns - 1000 and r[3] - r[2] <= 10000]
+            (c.errors if short else c.notes).append(
+                f"{name} min {k[name]['min_ns']} ns < {fake_ns - 1000} ns"
+                + (f": {len(short)} record(s) with a short launch call" if short else
+                   ": only records whose launch call was descheduled (> 10 us)"))
         c.expect(abs(k[name]["mean_ns"] - fake_ns) <= 0.05 * fake_ns,
                  f"{name} mean {k[name]['mean_ns']} ns, expected {fake_ns} ns +-5%")
     c.equal("api_errors", j["api_errors"], 0)
