@@ -212,9 +212,8 @@ void Collector::run() {
   nanosleep(&two_ms, nullptr);  // a first interval for the tick rate
   clock_.update();
   std::vector<std::vector<uint8_t>> uuids;
-  auto count_fn = reinterpret_cast<CUresult (*)(int*)>(real_dlsym(libcuda_handle(), "cuDeviceGetCount"));
   int n = 0;
-  if (count_fn && count_fn(&n) == CUDA_SUCCESS && d.cuDeviceGetUuid)
+  if (d.cuDeviceGetCount && d.cuDeviceGetCount(&n) == CUDA_SUCCESS && d.cuDeviceGetUuid)
     for (int i = 0; i < n; ++i) {
       CUuuid u{};
       d.cuDeviceGetUuid(&u, i);

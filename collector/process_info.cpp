@@ -108,9 +108,8 @@ void write_process_meta(TraceWriter& w, const RankInfo& rank, const char* gpu_ti
 
 void write_devices(TraceWriter& w) {
   const Driver& d = driver();
-  auto count_fn = reinterpret_cast<CUresult (*)(int*)>(real_dlsym(libcuda_handle(), "cuDeviceGetCount"));
   int n = 0;
-  if (!count_fn || count_fn(&n) != CUDA_SUCCESS || !d.cuDeviceGetAttribute) return;
+  if (!d.cuDeviceGetCount || d.cuDeviceGetCount(&n) != CUDA_SUCCESS || !d.cuDeviceGetAttribute) return;
   for (int dev = 0; dev < n; ++dev) {
     fmt::DeviceRec r{};
     r.device = uint16_t(dev);

@@ -125,33 +125,7 @@ uint64_t start(const char* name, bool stable, const void* domain, uint32_t cat, 
 }
 void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, nullptr, true, id, nullptr, 0, 0, src); }
 
-// ---- NVTX callbacks (core module) ----
-void NVTX_API MarkEx(const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  emit(RawKind::Mark, m, st, 0, nullptr, category(a), color(a), RangeSource::Nvtx);
-}
-void NVTX_API MarkA(const char* m) { emit(RawKind::Mark, m, false, 0, nullptr, 0, 0, RangeSource::Nvtx); }
-nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  return start(m, st, nullptr, category(a), color(a), RangeSource::Nvtx);
-}
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return start(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
-void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  return push(m, st, nullptr, category(a), color(a), RangeSource::Nvtx);
-}
-int NVTX_API RangePushA(const char* m) { return push(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
-int NVTX_API RangePop() { return pop(nullptr, RangeSource::Nvtx); }
-void NVTX_API NameCategoryA(uint32_t, const char*) {}
-void NVTX_API NameOsThreadA(uint32_t tid, const char* name) {
-  emit(RawKind::ThreadName, name, false, tid, nullptr, 0, 0, RangeSource::Nvtx);
-}
-
-// ---- NVTX callbacks (domain module) ----
+// ---- NVTX callbacks (domain module; the core Ex callbacks are its default domain) ----
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   bool st;
   const char* m = message(a, &st);
@@ -179,6 +153,20 @@ nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
 }
 void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}
 void NVTX_API Initialize(const void*) {}
+
+// ---- NVTX callbacks (core module) ----
+void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { DomainMarkEx(nullptr, a); }
+void NVTX_API MarkA(const char* m) { emit(RawKind::Mark, m, false, 0, nullptr, 0, 0, RangeSource::Nvtx); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return DomainRangeStartEx(nullptr, a); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return start(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
+void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return DomainRangePushEx(nullptr, a); }
+int NVTX_API RangePushA(const char* m) { return push(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
+int NVTX_API RangePop() { return pop(nullptr, RangeSource::Nvtx); }
+void NVTX_API NameCategoryA(uint32_t, const char*) {}
+void NVTX_API NameOsThreadA(uint32_t tid, const char* name) {
+  emit(RawKind::ThreadName, name, false, tid, nullptr, 0, 0, RangeSource::Nvtx);
+}
 
 template <class F>
 void set(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {

@@ -71,6 +71,7 @@ static void resolve(Driver& d) {
   load(h, d.cuFuncGetAttribute, "cuFuncGetAttribute");
   load(h, d.cuKernelGetAttribute, "cuKernelGetAttribute");
   load(h, d.cuPointerGetAttribute, "cuPointerGetAttribute");
+  load(h, d.cuDeviceGetCount, "cuDeviceGetCount");
   load(h, d.cuDeviceGetName, "cuDeviceGetName");
   load(h, d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
   load(h, d.cuDeviceTotalMem, "cuDeviceTotalMem_v2");

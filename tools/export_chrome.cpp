@@ -482,9 +482,7 @@ class ChromeFile {
   }
 
   void window(const fmt::WindowRec& w) {
-    std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
-    n += r_.str(w.reason_id);
-    n += ')';
+    std::string n = exporter::window_label(r_, w);
     scratch_.clear();
     append_json_string(scratch_, n);
     instant("cutrace", scratch_, 'p', 0, w.ts);

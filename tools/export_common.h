@@ -216,6 +216,14 @@ inline bool make_dirs(const std::string& dir, std::string* err) {
   return true;
 }
 
+// "capture begins (reason)" / "capture ends (reason)": a capture window edge's event name.
+inline std::string window_label(const TraceReader& r, const fmt::WindowRec& w) {
+  std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
+  n += r.str(w.reason_id);
+  n += ')';
+  return n;
+}
+
 // Hands one record to the exporter's handler for its type (every exporter has the same set:
 // kernel, memcpy, memset, sync, api_call, memory, range, mark, cpu_sample, gpu_sample, window,
 // dropped); other records are not exported.

@@ -515,9 +515,7 @@ class PerfettoFile {
   }
 
   void window(const fmt::WindowRec& w) {
-    std::string n = w.edge == uint8_t(fmt::WindowEdge::Begin) ? "capture begins (" : "capture ends (";
-    n += r_.str(w.reason_id);
-    n += ')';
+    std::string n = exporter::window_label(r_, w);
     body_begin(intern(n), kCatCutrace);
     instant(process_track_, w.ts);
   }
