@@ -2,6 +2,7 @@
 """Compares a cutrace trace of train_gpt.py with torch.profiler's truth (--truth JSON) for the
 same timed steps: per-kernel-name counts and GPU time, memcpy/memset counts.
   python3 bench/compare_truth.py TRACE_DIR_OR_FILE TRUTH.json [--min-mean-us 10] [--tol 0.10]
+  python3 bench/compare_truth.py TRUTH2.json TRUTH.json    (two torch.profiler runs: the noise floor)
 The timed steps are found from the trace itself: train_gpt.py synchronises the device once after
 its warm-up and once after each timed step, so the window is (sync[-steps-1], sync[-1]]."""
 import argparse, collections, json, os, re, subprocess, sys
@@ -15,7 +16,13 @@ a = ap.parse_args()
 truth = json.load(open(a.truth))
 steps = truth["steps"]
 path = a.trace
-if os.path.isdir(path):
+if path.endswith(".json"):  # another torch.profiler run of the same steps: run-to-run noise
+    other = json.load(open(path))
+    got = {n: [v["count"], v["total_ns"]] for n, v in other["kernels"].items()}
+    om = other["memops"]
+    mem = {"Memcpy": sum(v for k, v in om.items() if k.startswith("Memcpy")),
+           "Memset": sum(v for k, v in om.items() if k.startswith("Memset"))}
+elif os.path.isdir(path):
     path = os.path.join(path, sorted(f for f in os.listdir(path) if f.endswith(".cutrace"))[0])
 
 def dump(kind):
@@ -26,22 +33,26 @@ span = re.compile(r"(cpu|gpu)=\[(\d+)\.\.(\d+)\]")
 def spans(line):
     return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in span.finditer(line)}
 
-syncs = sorted(spans(l)["cpu"][1] for l in dump("Sync") if "kind=context" in l)
-if len(syncs) < steps + 1:
-    sys.exit(f"only {len(syncs)} context synchronisations in the trace; need {steps + 1}")
-lo, hi = syncs[-steps - 1], float("inf")  # the loss read-back follows the last sync
+def from_trace():
+    syncs = sorted(spans(l)["cpu"][1] for l in dump("Sync") if "kind=context" in l)
+    if len(syncs) < steps + 1:
+        sys.exit(f"only {len(syncs)} context synchronisations in the trace; need {steps + 1}")
+    lo, hi = syncs[-steps - 1], float("inf")  # the loss read-back follows the last sync
+    got = collections.defaultdict(lambda: [0, 0])
+    name_re = re.compile(r'name=#\d+ "(.*)" grid=')
+    for l in dump("Kernel"):
+        s = spans(l)
+        if not lo < s["cpu"][0] <= hi: continue
+        k = got[name_re.search(l).group(1)]
+        k[0] += 1; k[1] += s["gpu"][1] - s["gpu"][0]
+    mem = collections.Counter()
+    for kind in ("Memcpy", "Memset"):
+        for l in dump(kind):
+            if lo < spans(l)["cpu"][0] <= hi: mem[kind] += 1
+    return got, mem
 
-got = collections.defaultdict(lambda: [0, 0])
-name_re = re.compile(r'name=#\d+ "(.*)" grid=')
-for l in dump("Kernel"):
-    s = spans(l)
-    if not lo < s["cpu"][0] <= hi: continue
-    k = got[name_re.search(l).group(1)]
-    k[0] += 1; k[1] += s["gpu"][1] - s["gpu"][0]
-mem = collections.Counter()
-for kind in ("Memcpy", "Memset"):
-    for l in dump(kind):
-        if lo < spans(l)["cpu"][0] <= hi: mem[kind] += 1
+if not path.endswith(".json"):
+    got, mem = from_trace()
 
 tk = truth["kernels"]
 count_bad = [(n, tk[n]["count"], got.get(n, [0])[0]) for n in tk if got.get(n, [0])[0] != tk[n]["count"]]

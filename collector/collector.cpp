@@ -162,7 +162,8 @@ bool Collector::start() {
     }
     path_ = base + "." + std::to_string(i);
   }
-  if (cfg.timing == GpuTiming::Cupti && !cupti_start()) g_timing = GpuTiming::End;
+  if (cfg.timing == GpuTiming::Cupti && !cupti_start(cfg.timing_auto)) g_timing = GpuTiming::End;
+  if (g_timing == GpuTiming::Cupti && g_capture_on.load(std::memory_order_relaxed)) cupti_window(true);
   const char* timing = g_timing == GpuTiming::Exact   ? "exact"
                        : g_timing == GpuTiming::None  ? "none"
                        : g_timing == GpuTiming::Cupti ? "cupti"
@@ -238,7 +239,8 @@ void Collector::run() {
 
 void Collector::cycle(int64_t now) {
   drain();
-  ops_.poll();
+  size_t pending = ops_.poll();
+  if (g_timing == GpuTiming::Cupti) cupti_idle(pending == 0, now);
   refill_pools();
   periodic(now);
   serve_requests();
@@ -312,6 +314,9 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   ops_.abandon(nullptr);
   ranges_.finish();
   if (window_open_) window_edge(fmt::WindowEdge::End, mono_ns(), flags & fmt::kEndSignal ? "signal" : "exit");
+  struct timespec cpu {};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)  // what profiling cost this process's CPUs
+    w_.meta("collector_cpu_ns", std::to_string(int64_t(cpu.tv_sec) * 1000000000 + cpu.tv_nsec).c_str());
   if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
     log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
   else
@@ -356,7 +361,9 @@ void Collector::control(int64_t now) {
   auto set = [&](bool on, const char* reason) {
     if (on == g_capture_on.load(std::memory_order_relaxed)) return;
     if (!on) drain();  // what was recorded before the edge goes before it
+    if (on && g_timing == GpuTiming::Cupti) cupti_window(true);
     g_capture_on.store(on, std::memory_order_relaxed);
+    if (!on && g_timing == GpuTiming::Cupti) cupti_window(false);
     window_edge(on ? fmt::WindowEdge::Begin : fmt::WindowEdge::End, mono_ns(), reason);
   };
   if (cfg.delay_s > 0 && !delay_done_ && now - started_ns_ >= int64_t(cfg.delay_s * 1e9)) {

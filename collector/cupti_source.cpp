@@ -21,6 +21,8 @@ struct Api {
   CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
   CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
   CUptiResult (*enable)(CUpti_ActivityKind);
+  CUptiResult (*disable)(CUpti_ActivityKind);
+  CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
   CUptiResult (*flush_all)(uint32_t);
   CUptiResult (*next_record)(uint8_t*, size_t, CUpti_Activity**);
   CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
@@ -46,7 +48,7 @@ std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU spa
 int64_t g_last_flush = 0;
 uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
 
-constexpr size_t kBufferBytes = 8 << 20;
+constexpr size_t kBufferBytes = 2 << 20;  // CUPTI asks for more when one fills
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
@@ -93,6 +95,25 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 uint64_t CUPTIAPI timestamp() { return uint64_t(mono_ns()); }
 
+CUpti_SubscriberHandle g_sub = nullptr;
+const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                     CUPTI_ACTIVITY_KIND_MEMSET};
+
+// Window state (edges only, never per call): g_window_mu orders an edge on an app thread with the
+// collector's deferred switch-off.
+std::mutex g_window_mu;
+bool g_window_open = false, g_collecting = false;
+int64_t g_window_closed_ns = 0;
+
+bool set_collecting(bool on) {
+  bool ok = true;
+  for (CUpti_ActivityKind k : kKinds) ok = (on ? g_api.enable(k) : g_api.disable(k)) == CUPTI_SUCCESS && ok;
+  for (CUpti_CallbackId cbid : kDriverCbids)
+    ok = g_api.enable_callback(on ? 1 : 0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
+  g_collecting = on && ok;
+  return ok;
+}
+
 void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info->callbackSite == CUPTI_API_ENTER) t_cupti_corr = info->correlationId;
@@ -123,39 +144,57 @@ bool load(void* h, F& f, const char* name) {
 
 }  // namespace
 
-bool cupti_start() {
+bool cupti_start(bool quiet) {
+  auto say = quiet ? &log_info : &log_warn;
   void* h = open_cupti();
   Api& a = g_api;
   bool ok = h && load(h, a.get_version, "cuptiGetVersion") && load(h, a.register_callbacks, "cuptiActivityRegisterCallbacks") &&
             load(h, a.register_timestamp, "cuptiActivityRegisterTimestampCallback") &&
-            load(h, a.enable, "cuptiActivityEnable") && load(h, a.flush_all, "cuptiActivityFlushAll") &&
+            load(h, a.enable, "cuptiActivityEnable") && load(h, a.disable, "cuptiActivityDisable") &&
+            load(h, a.unsubscribe, "cuptiUnsubscribe") && load(h, a.flush_all, "cuptiActivityFlushAll") &&
             load(h, a.next_record, "cuptiActivityGetNextRecord") &&
             load(h, a.subscribe, "cuptiSubscribe") && load(h, a.enable_callback, "cuptiEnableCallback");
   if (!ok) {
-    log_warn("CUPTI (libcupti) not found (set CUTRACE_CUPTI=/path/libcupti.so): using completion events");
+    say("CUPTI (libcupti) not found (set CUTRACE_CUPTI=/path/libcupti.so): using completion events");
     return false;
   }
   uint32_t version = 0;
   a.get_version(&version);
   if (version / 10000 != CUPTI_API_VERSION / 10000) {
-    log_warn("CUPTI API version %u does not match the one cutrace was built for (%d): using completion events",
+    say("CUPTI API version %u does not match the one cutrace was built for (%d): using completion events",
              version, CUPTI_API_VERSION);
     return false;
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
-  CUpti_SubscriberHandle sub = nullptr;
   ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
        a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
-       a.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS &&
-       a.enable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS && a.enable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS;
-  ok = ok && a.subscribe(&sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
-  for (CUpti_CallbackId cbid : kDriverCbids)
-    ok = ok && a.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS;
-  if (!ok) {
-    log_warn("CUPTI activity tracing could not be enabled (another profiler attached?): using completion events");
+       a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
+  // Try collection once now (another profiler may hold CUPTI), then leave it off until a window.
+  ok = ok && set_collecting(true);
+  set_collecting(false);
+  if (!ok) {  // leave CUPTI as we found it: no activity kinds on, no subscriber
+    if (g_sub) a.unsubscribe(g_sub);
+    g_sub = nullptr;
+    say("CUPTI activity tracing could not be enabled (another profiler attached?): using completion events");
     return false;
   }
   return true;
+}
+
+void cupti_window(bool open) {
+  if (!g_sub) return;
+  std::lock_guard<std::mutex> l(g_window_mu);
+  g_window_open = open;
+  if (open && !g_collecting && !set_collecting(true))
+    log_warn("CUPTI collection could not be turned on for this window: its GPU times are missing");
+  if (!open) g_window_closed_ns = mono_ns();
+}
+
+void cupti_idle(bool nothing_pending, int64_t now) {
+  std::lock_guard<std::mutex> l(g_window_mu);
+  if (g_sub && g_collecting && !g_window_open &&
+      (nothing_pending || now - g_window_closed_ns > 5000000000LL))
+    set_collecting(false);
 }
 
 void cupti_flush() {

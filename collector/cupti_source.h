@@ -3,13 +3,21 @@
 // driver-API callback notes CUPTI's correlation id of each traced GPU call on the calling
 // thread; the wrapper stores it in its record, and CUPTI's activity records join on it. A graph
 // launch's span is its first node's start to its last node's end.
-// libcupti is loaded at run time; without it the collector falls back to events, with a warning.
+// libcupti is loaded at run time; without it the collector falls back to end events (with a
+// warning when cupti was asked for by name, a verbose-only note in the default auto mode).
 #pragma once
 #include <cstdint>
 
 namespace cutrace {
 
-bool cupti_start();                      // app thread, before the first traced call goes on
+bool cupti_start(bool quiet);            // app thread, before the first traced call goes on
+// Capture windows: CUPTI collects (activity kinds and driver callbacks on) only while a window is
+// open, so that outside windows the job pays none of CUPTI's per-launch cost. A window edge calls
+// cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
+// collector turns collection off later, once the window's work has its CUPTI records
+// (cupti_idle: no operation waits for GPU times, or a few seconds passed).
+void cupti_window(bool open);
+void cupti_idle(bool nothing_pending, int64_t now);
 void cupti_flush();                      // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.

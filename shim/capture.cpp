@@ -2,12 +2,16 @@
 #include <fnmatch.h>
 #include <atomic>
 #include "collector/collector.h"
+#include "collector/cupti_source.h"
 #include "collector/format.h"
 #include "shim/config.h"
 #include "shim/thread_state.h"
 #include "shim/ticks.h"
 
 namespace cutrace {
+
+extern GpuTiming g_timing;  // shim/init.cpp; final once the collector has started
+
 namespace {
 
 // Publishes a window edge through the calling thread's ring so that it sorts with its records.
@@ -37,6 +41,7 @@ __thread int t_window_depth = -1;
 void capture_begin_from_app(const char* reason) {
   if (!config().enabled || g_capture_on.load(std::memory_order_relaxed)) return;
   if (!collector_ensure_started()) return;
+  if (g_timing == GpuTiming::Cupti) cupti_window(true);  // before the first op of the window
   g_capture_on.store(true, std::memory_order_relaxed);
   publish_edge(fmt::WindowEdge::Begin, reason);
 }
@@ -45,6 +50,7 @@ void capture_end_from_app(const char* reason) {
   if (!g_capture_on.load(std::memory_order_relaxed)) return;
   publish_edge(fmt::WindowEdge::End, reason);
   g_capture_on.store(false, std::memory_order_relaxed);
+  if (g_timing == GpuTiming::Cupti) cupti_window(false);
 }
 
 void capture_nvtx_push(const char* name) {

@@ -24,11 +24,16 @@ void load_config() {
   if (const char* v = env("CUTRACE_OUTPUT")) c.out_dir = v;
   else c.out_dir = "cutrace-trace";
   if (const char* v = env("CUTRACE_GPU_TIMING")) {
+    c.timing_auto = false;
     if (!strcmp(v, "exact")) c.timing = GpuTiming::Exact;
     else if (!strcmp(v, "none")) c.timing = GpuTiming::None;
     else if (!strcmp(v, "cupti")) c.timing = GpuTiming::Cupti;
     else if (!strcmp(v, "end")) c.timing = GpuTiming::End;
-    else log_warn("CUTRACE_GPU_TIMING=%s not understood (end|exact|cupti|none); using end", v);
+    else if (!strcmp(v, "auto")) c.timing_auto = true;
+    else {
+      log_warn("CUTRACE_GPU_TIMING=%s not understood (auto|cupti|end|exact|none); using auto", v);
+      c.timing_auto = true;
+    }
   }
   if (const char* v = env("CUTRACE_SAMPLE_HZ")) c.sample_hz = atoi(v) < 0 ? 0 : atoi(v);
   if (c.sample_hz > 1000) c.sample_hz = 1000;

@@ -17,7 +17,10 @@ enum class CaptureRange {
 
 struct Config {
   std::string out_dir;         // CUTRACE_OUTPUT (default ./cutrace-trace)
-  GpuTiming timing = GpuTiming::End;  // CUTRACE_GPU_TIMING=end|exact|cupti|none
+  // CUTRACE_GPU_TIMING=auto|cupti|end|exact|none. auto (default): CUPTI where libcupti loads and
+  // subscribes, else end events; the trace's `gpu_timing` meta says which was used.
+  GpuTiming timing = GpuTiming::Cupti;
+  bool timing_auto = true;
   int sample_hz = 10;          // CUTRACE_SAMPLE_HZ (0 disables the samplers)
   bool verbose = false;        // CUTRACE_VERBOSE=1
   bool enabled = true;         // CUTRACE_DISABLE=1 turns the shim into a pass-through

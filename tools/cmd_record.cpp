@@ -21,7 +21,7 @@ namespace {
 
 struct RecordOptions {
   std::string out = "cutrace-trace";
-  std::string gpu_timing = "end";
+  std::string gpu_timing = "auto";
   int sample_hz = 10;
   bool verbose = false;
   std::string capture_range = "process";
@@ -87,8 +87,9 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: no command given (usage: cutrace record -o DIR -- COMMAND ...)\n");
     return 2;
   }
-  if (o.gpu_timing != "end" && o.gpu_timing != "exact" && o.gpu_timing != "cupti" && o.gpu_timing != "none") {
-    fprintf(stderr, "cutrace record: --gpu-timing must be end, exact, cupti or none\n");
+  if (o.gpu_timing != "auto" && o.gpu_timing != "end" && o.gpu_timing != "exact" && o.gpu_timing != "cupti" &&
+      o.gpu_timing != "none") {
+    fprintf(stderr, "cutrace record: --gpu-timing must be auto, cupti, end, exact or none\n");
     return 2;
   }
   std::string shim = find_shim();
@@ -155,8 +156,9 @@ void add_record_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("record", "Run a command and trace every CUDA process it starts");
   sub->add_option("-o,--output", opts->out, "Directory for the trace files (created if missing)");
   sub->add_option("--gpu-timing", opts->gpu_timing,
-                  "end: one completion event per GPU op, start inferred (default); exact: start and end "
-                  "events; cupti: CUPTI activity records (needs libcupti); none: CPU side only");
+                  "auto (default): cupti where libcupti loads, else end; cupti: CUPTI activity records; "
+                  "end: one completion event per GPU op, start inferred; exact: start and end events; "
+                  "none: CPU side only");
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");

@@ -48,23 +48,12 @@ first call issues one ``RuntimeWarning``. ``start_profiling``/``start`` matter w
 recorded with ``cutrace record --capture-range manual``; with the default (the whole process is
 captured) they change nothing.
 
-Cost per call, ns (``bench/annotate_cost.py``: median of 100 bursts of 200 calls, loop overhead
-of ~12 ns included; "shim": under ``cutrace record``, every range recorded, none dropped)::
-
-                                             H200 host, Python 3.12    2-core VM, Python 3.11
-                                             no shim     shim          no shim     shim
-    with a:  (a = annotate("step") reused)   150-250     840-910       134         525
-    with annotate("step"):                   200-275     1210-1215     196         631
-    @annotate-decorated call (plain: 27-40)  27-40       1140-1175     31          529
-    annotation_begin + annotation_end        61-67       1060-1500     64          682
-    range_push + range_pop                   88-92       800-1110      61          368
-    mark                                     62-63       520-630       35          265
-    torch.cuda.nvtx.range_push + range_pop   525-723     670-745       (no torch)
-
-So an annotation costs about one torch.cuda.nvtx range: a microsecond, negligible for ranges of a
-millisecond and more (a training step, a forward pass), not for a per-element loop. Without the
-shim, ``with`` costs what any Python context manager costs, and a decorated function is the
-function itself. Most of the shim's cost is ctypes calling into C (two calls per range).
+Cost per call: ``python3 bench/annotate_cost.py`` measures every form with and without the shim
+and next to torch.cuda.nvtx; BENCHMARKS.md has the figures. Under the shim an annotation costs
+about what a torch.cuda.nvtx range does (about a microsecond on the H200 host), negligible for
+ranges of a millisecond and more (a training step, a forward pass), not for a per-element loop.
+Without the shim, ``with`` costs what any Python context manager costs, and a decorated function
+is the function itself. Most of the shim's cost is ctypes calling into C (two calls per range).
 """
 import ctypes
 import functools
@@ -88,7 +77,9 @@ NOT_LOADED_MESSAGE = ("cutrace shim not loaded: run under `cutrace record -o DIR
 def _bind():
     """The shim's C functions when libcutrace.so is loaded in this process, else None."""
     try:
-        lib = ctypes.CDLL(None)  # every library of the process: a preloaded shim is among them
+        # Every library of the process (a preloaded shim is among them). PyDLL: the calls are
+        # short and never block, so they keep the GIL instead of releasing and retaking it.
+        lib = ctypes.PyDLL(None)
         version = lib.cutrace_api_version
     except (OSError, AttributeError, TypeError, ValueError):
         return None
@@ -106,13 +97,20 @@ def _bind():
         f.argtypes = argtypes
         return f
 
+    def fast(name):
+        # No argtypes: ctypes passes bytes as char* without the per-call type check. Only ever
+        # called with bytes from _encode() (or nothing), so the check would never fail.
+        f = getattr(lib, name)
+        f.restype = None
+        return f
+
     char_p, u64 = ctypes.c_char_p, ctypes.c_uint64
     return {
-        "push": fn("cutrace_range_push", None, char_p),
-        "pop": fn("cutrace_range_pop", None),
+        "push": fast("cutrace_range_push"),
+        "pop": fast("cutrace_range_pop"),
         "start": fn("cutrace_range_start", u64, char_p),
         "end": fn("cutrace_range_end", None, u64),
-        "mark": fn("cutrace_mark", None, char_p),
+        "mark": fast("cutrace_mark"),
         "capture_start": fn("cutrace_capture_start", None),
         "capture_stop": fn("cutrace_capture_stop", None),
         "capturing": fn("cutrace_capturing", ctypes.c_int),
