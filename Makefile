@@ -39,6 +39,10 @@ $(BUILD)/obj/%.o: %.cpp
 EXTRA_shim        := -fvisibility=hidden
 EXTRA_collector   := -fvisibility=hidden
 EXTRA_nvtx_bridge := -fvisibility=hidden
+# cpp-httplib (`cutrace serve`): Debian builds it as a shared library; its header must be compiled
+# with the library's own feature macros or the classes' layouts differ.
+HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null || echo -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT)
+EXTRA_tools       := $(HTTPLIB_CFLAGS)
 
 $(FORMAT_A): $(call obj,$(FORMAT_SRC))
 	@mkdir -p $(dir $@)
@@ -50,9 +54,11 @@ $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  -static-libstdc++ -static-libgcc -ldl -lpthread
 
+# The CLI links the shared libcpp-httplib (Debian ships no static one), which uses the shared
+# libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
 $(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -static-libstdc++ -static-libgcc -lpthread -ldl -lm
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lcpp-httplib -lpthread -ldl -lm
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
