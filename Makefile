@@ -20,6 +20,12 @@ E2E_SRC    := $(wildcard test/e2e/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
+# The report page (web/) is embedded into the CLI at build time; its chart library comes from npm
+# (web/package-lock.json), fetched with `npm ci` when missing. docs/REPORT.md.
+CHART_JS   := web/node_modules/chart.js/dist/chart.umd.js
+WEB_FILES  := index.html=web/index.html app.js=web/app.js style.css=web/style.css chart.umd.js=$(CHART_JS)
+WEB_GEN    := $(BUILD)/gen/web_assets.cpp
+
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
 FORMAT_A := $(BUILD)/lib/libcutrace_format.a
 CLI_BIN  := $(BUILD)/bin/cutrace
@@ -50,7 +56,15 @@ $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  -static-libstdc++ -static-libgcc -ldl -lpthread
 
-$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
+$(CHART_JS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+$(WEB_GEN): tools/dev/embed_web.py web/index.html web/app.js web/style.css $(CHART_JS)
+	@mkdir -p $(dir $@)
+	python3 tools/dev/embed_web.py $@ $(WEB_FILES)
+
+$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -static-libstdc++ -static-libgcc -lpthread -ldl -lm
 
