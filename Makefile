@@ -23,7 +23,8 @@ obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 # The report page (web/) is embedded into the CLI at build time; its chart library comes from npm
 # (web/package-lock.json), fetched with `npm ci` when missing. docs/REPORT.md.
 CHART_JS   := web/node_modules/chart.js/dist/chart.umd.js
-WEB_FILES  := index.html=web/index.html app.js=web/app.js style.css=web/style.css chart.umd.js=$(CHART_JS)
+WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+WEB_FILES  := $(foreach f,$(WEB_SRC),$(notdir $(f))=$(f)) chart.umd.js=$(CHART_JS)
 WEB_GEN    := $(BUILD)/gen/web_assets.cpp
 
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
@@ -60,7 +61,7 @@ $(CHART_JS): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 	touch $@
 
-$(WEB_GEN): tools/dev/embed_web.py web/index.html web/app.js web/style.css $(CHART_JS)
+$(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 	@mkdir -p $(dir $@)
 	python3 tools/dev/embed_web.py $@ $(WEB_FILES)
 

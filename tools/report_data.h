@@ -36,7 +36,8 @@ bool report_html(const std::string& job_path, std::string* out, std::string* err
 
 // The page's assets, embedded into the binary at build time from web/ (tools/dev/embed_web.py):
 // "index.html" (the page without data: it fetches dashboard.json and timeline.json relative to
-// its own URL, for `cutrace serve`), "app.js", "style.css", "chart.umd.js". Empty if unknown.
+// its own URL, for `cutrace serve`), "style.css", "chart.umd.js" and every web/*.js it names
+// ("common.js", "dashboard.js", "timeline.js", "app.js"). Empty if unknown.
 std::string_view web_asset(const std::string& name);
 
 }  // namespace cutrace::report

@@ -2,6 +2,7 @@
 // and both JSON documents embedded (tools/report_data.h). The assets come from the binary
 // (tools/dev/embed_web.py generates them at build time from web/).
 #include <string>
+#include <string_view>
 
 #include "tools/report_data.h"
 
@@ -32,12 +33,22 @@ bool report_html(const std::string& job_path, std::string* out, std::string* err
                      "</script>\n<script type=\"application/json\" id=\"cutrace-timeline\">" + timeline +
                      "</script>";
   bool ok = replace(page, "<link rel=\"stylesheet\" href=\"style.css\">",
-                    "<style>\n" + std::string(web_asset("style.css")) + "</style>") &&
-            replace(page, "<script src=\"chart.umd.js\"></script>",
-                    "<script>\n" + std::string(web_asset("chart.umd.js")) + "</script>") &&
-            replace(page, "<script src=\"app.js\"></script>",
-                    "<script>\n" + std::string(web_asset("app.js")) + "</script>") &&
-            replace(page, "<!--cutrace-data-->", data);
+                    "<style>\n" + std::string(web_asset("style.css")) + "</style>");
+  // Every <script src="NAME"></script> becomes the asset NAME inline.
+  const std::string open = "<script src=\"", close = "\"></script>";
+  for (size_t at = page.find(open); ok && at != std::string::npos; at = page.find(open, at)) {
+    size_t end = page.find(close, at);
+    std::string name = end == std::string::npos ? "" : page.substr(at + open.size(), end - at - open.size());
+    std::string_view js = web_asset(name);
+    if (js.empty()) {
+      ok = false;
+      break;
+    }
+    std::string inl = "<script>\n" + std::string(js) + "\n</script>";
+    page.replace(at, end + close.size() - at, inl);
+    at += inl.size();
+  }
+  ok = ok && replace(page, "<!--cutrace-data-->", data);
   if (!ok) {
     *err = "the embedded web/index.html lacks an asset or the data marker (build problem)";
     return false;
