@@ -20,6 +20,13 @@ E2E_SRC    := $(wildcard test/e2e/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
+# The report page (web/) is embedded into the CLI at build time; its chart library comes from npm
+# (web/package-lock.json), fetched with `npm ci` when missing. docs/REPORT.md.
+CHART_JS   := web/node_modules/chart.js/dist/chart.umd.js
+WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+WEB_FILES  := $(foreach f,$(WEB_SRC),$(notdir $(f))=$(f)) chart.umd.js=$(CHART_JS)
+WEB_GEN    := $(BUILD)/gen/web_assets.cpp
+
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
 FORMAT_A := $(BUILD)/lib/libcutrace_format.a
 CLI_BIN  := $(BUILD)/bin/cutrace
@@ -54,9 +61,17 @@ $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  -static-libstdc++ -static-libgcc -ldl -lpthread
 
+$(CHART_JS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+$(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
+	@mkdir -p $(dir $@)
+	python3 tools/dev/embed_web.py $@ $(WEB_FILES)
+
 # The CLI links the shared libcpp-httplib (Debian ships no static one), which uses the shared
 # libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
-$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
+$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lcpp-httplib -lpthread -ldl -lm
 

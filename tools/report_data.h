@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 namespace cutrace::report {
 
@@ -26,5 +27,17 @@ struct TimelineQuery {
 };
 bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::string* out,
                    std::string* err);
+
+// Added by the report half (compatible extensions):
+
+// The whole self-contained page of `cutrace report`: the web assets with both documents
+// (timeline: every event, no aggregation) embedded. False and *err when nothing can be read.
+bool report_html(const std::string& job_path, std::string* out, std::string* err);
+
+// The page's assets, embedded into the binary at build time from web/ (tools/dev/embed_web.py):
+// "index.html" (the page without data: it fetches dashboard.json and timeline.json relative to
+// its own URL, for `cutrace serve`), "style.css", "chart.umd.js" and every web/*.js it names
+// ("common.js", "dashboard.js", "timeline.js", "app.js"). Empty if unknown.
+std::string_view web_asset(const std::string& name);
 
 }  // namespace cutrace::report
