@@ -91,6 +91,7 @@ $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
+	BUILD=$(BUILD) bash test/serve/run.sh
 
 demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app
 	BUILD=$(BUILD) bash tools/demo.sh

@@ -177,6 +177,7 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
   svr.Get("/(jobs\\.js|jobs\\.css)", [](const httplib::Request& req, httplib::Response& res) {
     send_asset(res, req.matches[1]);
   });
+  svr.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   svr.Get("/api/jobs", [&cache](const httplib::Request& req, httplib::Response& res) {
     cutrace::jobs::Filter f;
     std::string why;
@@ -207,8 +208,14 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     res.set_redirect("/job/" + std::string(req.matches[1]) + "/");
   });
   svr.Get("/job/" + id + "/", [&cache](const httplib::Request& req, httplib::Response& res) {
-    if (cache.exists(req.matches[1])) send_asset(res, "index.html");
-    else send(res, cutrace::serve::error_reply(404, "no such job"));
+    if (!cache.exists(req.matches[1])) return send(res, cutrace::serve::error_reply(404, "no such job"));
+    // The report page, plus web/pieces.js: it fetches the timeline a piece at a time.
+    std::string page(cutrace::report::web_asset("index.html"));
+    const std::string app = "<script src=\"app.js\"></script>";
+    size_t at = page.find(app);
+    if (at == std::string::npos) return send(res, cutrace::serve::error_reply(500, "page without app.js"));
+    page.insert(at, "<script src=\"pieces.js\"></script>\n");
+    res.set_content(page, "text/html; charset=utf-8");
   });
   svr.Get("/job/" + id + "/([a-z]+(?:\\.umd)?\\.(?:js|css))",
           [](const httplib::Request& req, httplib::Response& res) { send_asset(res, req.matches[2]); });

@@ -340,6 +340,7 @@
     v0 = a;
     v1 = b;
     redraw();
+    if (CT.onViewChange) CT.onViewChange(v0, v1, canvas.clientWidth, D);  // served: web/pieces.js
   }
   function zoom(factor, atFrac) {
     const c = v0 + (v1 - v0) * (atFrac === undefined ? 0.5 : atFrac);
@@ -559,6 +560,22 @@
               el('span', {class: 'help'}, 'drag or a/d/\u2190\u2192 pan \u00b7 w/s/\u2191\u2193 or ctrl+wheel zoom \u00b7 f zoom to selection'),
               status);
   }
+
+  // Served mode (web/pieces.js): a piece of the timeline (same document shape, same track ids)
+  // replaces the events drawn; the view, the tree and the search text stay.
+  CT.replaceTimeline = function (timeline) {
+    TL = timeline;
+    strings = TL.strings;
+    const evById = new Map(TL.tracks.map((t) => [t.id, t]));
+    for (const n of nodes) {
+      n.ev = evById.get(n.t.id) || null;
+      n.rows = n.ev && n.ev.s.length ? buildRows(n.ev, n.nrows) : null;
+    }
+    selection = link = null;
+    layout();
+    showDetails();
+    setSearch(root.querySelector('[data-control="search"]').value);
+  };
 
   CT.renderTimeline = function (rootEl, dashboard, timeline) {
     root = rootEl;

@@ -61,6 +61,8 @@ class Server:
     def request(self, method, path, headers=None, body=None):
         """(status, headers dict, body bytes); the path is sent exactly as given."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        if method == "POST" and body is None:
+            body = b""  # Content-Length: 0, as browsers send
         try:
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
             hdrs = {"Host": f"127.0.0.1:{self.port}"}
