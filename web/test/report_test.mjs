@@ -74,6 +74,9 @@ test('dashboard figures equal cutrace summary --json', async () => {
   }
   assertNs(await text('[data-legend="memory_ops"] [data-value="HtoD"]'), summary.memory_ops.HtoD.total_ns, 'HtoD time');
   assertNs(await text('[data-legend="gpu_activity"] [data-value="kernels"]'), summary.gpu_total.kernel_ns, 'kernel activity');
+  const host = summary.ranks.reduce((x, r) => x + r.cpu.host_util_mean, 0) / summary.ranks.length;
+  assert.equal(await text('[data-legend="cpu_active"] [data-value="active"]'), host.toFixed(1) + '%');
+  assert.equal(await text('[data-stat="cpu_host_util"]'), host.toFixed(1) + '%');
 });
 
 test('kernels table rows equal the summary kernels, and sort by a clicked column', async () => {
