@@ -33,6 +33,7 @@ CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 UNIT_BIN := $(BUILD)/test/unit_tests
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
+REPORT_GEN := $(BUILD)/test/report_trace_gen
 
 .PHONY: all test demo install clean
 .SECONDARY:
@@ -88,9 +89,14 @@ $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
 
-test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS)
+$(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(LZ4_A)
+
+test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
+	BUILD=$(BUILD) bash test/report/run.sh
 	BUILD=$(BUILD) bash test/serve/run.sh
 
 demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app

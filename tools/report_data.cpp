@@ -165,7 +165,7 @@ std::string timeline_doc(const Timeline& tl, const TimelineQuery& q) {
   int64_t origin = tl.t0_ns;
   int64_t t0 = std::max(q.t0_ns, tl.t0_ns), t1 = std::min(q.t1_ns, tl.t1_ns + 1);
   int64_t bucket = q.width_px > 0 && t1 > t0 ? std::max<int64_t>(1, (t1 - t0) / q.width_px) : 0;
-  std::string o = "{\"origin_ns\":";
+  std::string o = "{\"clock\":\"" + tl.clock + "\",\"origin_ns\":";
   put_num(o, origin);
   o += ",\"t0_ns\":";
   put_num(o, t0 - origin);
@@ -197,6 +197,7 @@ std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const
   Json j;
   j["format"] = "cutrace-report-1";
   j["job"] = job_path;
+  j["clock"] = tl.clock;
   j["origin_ns"] = tl.t0_ns;
   j["extent_ns"] = tl.t1_ns - tl.t0_ns;
   j["events"] = tl.events;

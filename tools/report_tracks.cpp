@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "collector/reader.h"
+#include "tools/align.h"
 #include "tools/format_util.h"
 
 namespace cutrace::report {
@@ -68,8 +69,10 @@ class Loader {
  public:
   Loader(Timeline* tl, int64_t t0, int64_t t1) : tl_(tl), t0_(t0), t1_(t1) {}
 
-  void read(TraceReader& r, FileEvents& f) {
+  // offset_ns: added to every time of the file (the job's common clock, tools/align.h).
+  void read(TraceReader& r, FileEvents& f, int64_t offset_ns) {
     f_ = &f;
+    off_ = offset_ns;
     r_ = &r;
     f.info.path = r.path();
     f.info.host = std::string(r.meta("host"));
@@ -89,6 +92,7 @@ class Loader {
     tl_->t0_ns = std::min(tl_->t0_ns, s);
     tl_->t1_ns = std::max(tl_->t1_ns, std::max(s, e));
   }
+  int64_t at(int64_t t) const { return t > 0 ? t + off_ : t; }  // 0 stays "unknown"
   bool keep(int64_t s, int64_t e) const { return e >= t0_ && s < t1_; }
   uint32_t str(std::string_view s) { return tl_->strings.id(std::string(s)); }
 
@@ -102,18 +106,19 @@ class Loader {
   void gpu_event(const fmt::OpCommon& op, uint32_t name, EventKind k, uint64_t bytes,
                  uint32_t detail) {
     if (!has_gpu_time(op)) return;
-    extent(op.gpu_start, op.gpu_end);
-    if (!keep(op.gpu_start, op.gpu_end)) return;
-    f_->streams[op.stream].add(op.gpu_start, op.gpu_end - op.gpu_start, name, k, 0, op.corr, bytes,
+    int64_t gs = at(op.gpu_start), ge = at(op.gpu_end);
+    extent(gs, ge);
+    if (!keep(gs, ge)) return;
+    f_->streams[op.stream].add(gs, ge - gs, name, k, 0, op.corr, bytes,
                                detail);
     f_->stream_device.emplace(op.stream, op.device);
-    f_->busy[op.device].emplace_back(op.gpu_start, op.gpu_end);
+    f_->busy[op.device].emplace_back(gs, ge);
     ++tl_->events;
   }
   void op(const fmt::OpCommon& op, uint32_t gpu_name, EventKind k, uint64_t bytes, uint32_t detail,
           uint32_t launched) {
     if (op.flags & fmt::kOpCaptured) detail = str("captured into a CUDA graph (did not run then)");
-    cpu_event(op.tid, op.cpu_begin, op.cpu_end, str(r_->api_name(op.api)), EventKind::Api, op.corr,
+    cpu_event(op.tid, at(op.cpu_begin), at(op.cpu_end), str(r_->api_name(op.api)), EventKind::Api, op.corr,
               bytes, launched);
     gpu_event(op, gpu_name, k, bytes, detail);
   }
@@ -146,7 +151,7 @@ class Loader {
       }
       case T::Sync: {
         const auto& s = rec.as<fmt::SyncRec>();
-        cpu_event(s.tid, s.cpu_begin, s.cpu_end, str(r_->api_name(s.api)), EventKind::Sync, s.corr,
+        cpu_event(s.tid, at(s.cpu_begin), at(s.cpu_end), str(r_->api_name(s.api)), EventKind::Sync, s.corr,
                   0, str(std::string("synchronisation: ") + sync_kind_name(s.kind)));
         break;
       }
@@ -154,27 +159,28 @@ class Loader {
         const auto& m = rec.as<fmt::MemoryRec>();
         std::string d = ::fmt::format("{} {} at 0x{:x}", m.op == uint8_t(fmt::MemOp::Alloc) ? "alloc" : "free",
                                     mem_kind_name(m.mem_kind), m.address);
-        cpu_event(m.tid, m.cpu_begin, m.cpu_end, str(r_->api_name(m.api)), EventKind::Memory, 0, m.bytes,
+        cpu_event(m.tid, at(m.cpu_begin), at(m.cpu_end), str(r_->api_name(m.api)), EventKind::Memory, 0, m.bytes,
                   str(d));
         if (m.result == 0 && m.mem_kind == uint8_t(fmt::MemKind::Device))
-          f_->mem.push_back({m.cpu_end, m.device, m.op, m.address, m.bytes});
+          f_->mem.push_back({at(m.cpu_end), m.device, m.op, m.address, m.bytes});
         break;
       }
       case T::Api: {
         const auto& a = rec.as<fmt::ApiRec>();
-        cpu_event(a.tid, a.cpu_begin, a.cpu_end, str(r_->api_name(a.api)), EventKind::Api, a.corr, 0,
+        cpu_event(a.tid, at(a.cpu_begin), at(a.cpu_end), str(r_->api_name(a.api)), EventKind::Api, a.corr, 0,
                   a.result ? str(::fmt::format("returned error {}", a.result)) : 0);
         break;
       }
       case T::Range: {
         const auto& g = rec.as<fmt::RangeRec>();
-        extent(g.cpu_begin, g.cpu_end);
-        if (!keep(g.cpu_begin, g.cpu_end)) break;
+        int64_t gb = at(g.cpu_begin), gend = at(g.cpu_end);
+        extent(gb, gend);
+        if (!keep(gb, gend)) break;
         std::string d = ::fmt::format("GPU ops launched inside {}", g.gpu_ops);
         if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
           d += ::fmt::format("  GPU projection {}", tools::human_ns(g.gpu_end - g.gpu_start));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
-        f_->threads[g.tid].add(g.cpu_begin, g.cpu_end - g.cpu_begin, str(r_->str(g.name_id)),
+        f_->threads[g.tid].add(gb, gend - gb, str(r_->str(g.name_id)),
                                EventKind::Range, g.depth, 0, 0, str(d));
         int& md = f_->max_depth[g.tid];
         md = std::max(md, int(g.depth) + 1);
@@ -183,23 +189,24 @@ class Loader {
       }
       case T::Mark: {
         const auto& m = rec.as<fmt::MarkRec>();
-        extent(m.ts, m.ts);
-        if (!keep(m.ts, m.ts)) break;
-        f_->threads[m.tid].add(m.ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
+        int64_t ts = at(m.ts);
+        extent(ts, ts);
+        if (!keep(ts, ts)) break;
+        f_->threads[m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
         f_->max_depth[m.tid] = std::max(f_->max_depth[m.tid], 1);
         ++tl_->events;
         break;
       }
       case T::CpuSample: {
         const auto& c = rec.as<fmt::CpuSampleRec>();
-        extent(c.ts, c.ts);
-        f_->cpu.push_back({c.ts, c.total_util / 100.0, c.process_util / 100.0});
+        extent(at(c.ts), at(c.ts));
+        f_->cpu.push_back({at(c.ts), c.total_util / 100.0, c.process_util / 100.0});
         break;
       }
       case T::GpuSample: {
         const auto& g = rec.as<fmt::GpuSampleRec>();
-        extent(g.ts, g.ts);
-        f_->nvml[g.device].push_back({g.ts, double(g.util), double(g.mem_used)});
+        extent(at(g.ts), at(g.ts));
+        f_->nvml[g.device].push_back({at(g.ts), double(g.util), double(g.mem_used)});
         break;
       }
       default: break;
@@ -210,6 +217,7 @@ class Loader {
   int64_t t0_, t1_;
   FileEvents* f_ = nullptr;
   TraceReader* r_ = nullptr;
+  int64_t off_ = 0;
 };
 
 std::string program(const std::string& cmdline) {
@@ -396,12 +404,16 @@ bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Ti
                    std::string* err) {
   *out = Timeline{};
   TraceSet set(job_path);
+  // Several files (ranks, possibly on several hosts): one clock for all, as `cutrace export`.
+  Alignment align;
+  if (set.files().size() > 1) align = align_traces(set.files());
   std::vector<FileEvents> files;
   Loader loader(out, t0_ns, t1_ns);
   set.for_each([&](TraceReader& r) {
     files.emplace_back();
-    loader.read(r, files.back());
+    loader.read(r, files.back(), set.files().size() > 1 ? align.offset_of(r.path()) : 0);
   });
+  out->clock = set.files().size() > 1 ? align.method : "monotonic";
   for (const std::string& e : set.errors()) out->errors.push_back(e);
   if (files.empty()) {
     *err = set.errors().empty() ? job_path + ": nothing to read" : set.errors().front();

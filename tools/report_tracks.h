@@ -92,11 +92,15 @@ struct Timeline {
   int64_t t0_ns = std::numeric_limits<int64_t>::max();  // earliest event or sample (absolute)
   int64_t t1_ns = std::numeric_limits<int64_t>::min();  // latest end
   uint64_t events = 0;
+  // Times of one file: its own CLOCK_MONOTONIC ("monotonic", as `cutrace summary` and `dump`);
+  // of several: the common clock of tools/align.h ("realtime" or "realtime+nccl", as `cutrace
+  // export`), so that ranks on different hosts line up.
+  std::string clock;
   std::vector<std::string> errors;  // files that could not be opened or read
 };
 
-// Reads every file of `job_path`; keeps the events that overlap [t0_ns, t1_ns) (the extent and
-// the tree always cover the whole job). False when no file could be read.
+// Reads every file of `job_path`; keeps the events that overlap [t0_ns, t1_ns) (on the clock
+// above; the extent and the tree always cover the whole job). False when no file could be read.
 bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out,
                    std::string* err);
 

@@ -36,7 +36,7 @@
       type: 'doughnut',
       data: {labels, datasets: [{data: values, backgroundColor: colors || CT.palette, borderWidth: 1}]},
       options: {maintainAspectRatio: false, cutout: '55%',
-                plugins: {legend: {position: 'right'},
+                plugins: {legend: {display: false},  // pieLegend() lists the slices as text
                           tooltip: {callbacks: {label: (c) => {
                             const tot = c.dataset.data.reduce((a, b) => a + b, 0);
                             return `${c.label}: ${fmt(c.raw)} (${CT.fmtPct(tot ? c.raw / tot : 0)})`;
@@ -55,7 +55,7 @@
     const keep = values.map((v, i) => i).filter((i) => values[i] > 0);
     const ls = keep.map((i) => labels[i]), vs = keep.map((i) => values[i]);
     if (!vs.length) return card(title, opts, el('p', {class: 'empty'}, 'nothing recorded'));
-    return card(title, Object.assign({id: key}, opts), chartBox(pie(ls, vs, null, fmt), 190), pieLegend(key, ls, vs, fmt));
+    return card(title, Object.assign({id: key}, opts), chartBox(pie(ls, vs, null, fmt), 170), pieLegend(key, ls, vs, fmt));
   }
   function barChart(labels, datasets, opts) {
     opts = opts || {};

@@ -11,6 +11,7 @@
 #include "collector/writer.h"
 // The unit binary links only the format library: the report code is compiled into this test
 // (the summary model it uses is compiled into summary_test.cpp).
+#include "tools/align.cpp"
 #include "tools/format_util.cpp"
 #include "tools/report_data.cpp"
 #include "tools/report_tracks.cpp"
@@ -83,6 +84,8 @@ TEST_CASE("report timeline: every event in columns, launches linked to kernels b
   REQUIRE(report::timeline_json(path, report::TimelineQuery{}, &tl_s, &err));
   Json dash = Json::parse(dash_s), tl = Json::parse(tl_s);
 
+  CHECK(dash["clock"] == "monotonic");  // one file: its own clock, as cutrace summary
+  CHECK(tl["clock"] == "monotonic");
   // host -> process -> thread, gpu -> stream
   std::vector<std::string> kinds;
   for (const Json& t : dash["tracks"]) kinds.push_back(t["kind"]);
