@@ -183,12 +183,18 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     std::string why;
     send(res, parse_filter(req, &f, &why) ? cache.list(f) : cutrace::serve::error_reply(400, why));
   });
-  svr.Post("/api/jobs/" + id + "/load", [&cache](const httplib::Request& req, httplib::Response& res) {
-    send(res, cache.load(req.matches[1]));
-  });
-  svr.Post("/api/jobs/" + id + "/unload", [&cache](const httplib::Request& req, httplib::Response& res) {
-    send(res, cache.unload(req.matches[1]));
-  });
+  // POST routes take no body. As content-reader handlers, httplib leaves the body unread (a POST
+  // without Content-Length would otherwise wait for the read timeout); the connection is closed
+  // after the answer so that no unread byte is taken for the next request.
+  auto post = [&svr](const std::string& pattern, std::function<Reply(const std::string&)> act) {
+    svr.Post(pattern, [act](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader&) {
+      cutrace::serve::BoundedServer::close_after_response();
+      res.set_header("Connection", "close");
+      send(res, act(req.matches[1]));
+    });
+  };
+  post("/api/jobs/" + id + "/load", [&cache](const std::string& job) { return cache.load(job); });
+  post("/api/jobs/" + id + "/unload", [&cache](const std::string& job) { return cache.unload(job); });
 
   // One job: the report page fetches dashboard.json and timeline.json relative to its URL.
   auto dashboard = [&cache](const httplib::Request& req, httplib::Response& res) {

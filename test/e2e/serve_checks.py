@@ -375,7 +375,8 @@ def serve_hostile_names_escaped(s, c):
 @test
 def serve_load_unload_and_eviction(s, c):
     """POST load marks a job loaded in the list, unload frees it; with --max-loaded 1, loading a
-    second job drops the first."""
+    second job drops the first; a POST without Content-Length is answered at once; malformed
+    timeline queries are 400."""
     root = s.tmpdir("serve-load")
     record_exit(s, c, os.path.join(root, "a"))
     record_exit(s, c, os.path.join(root, "b"))
@@ -391,6 +392,12 @@ def serve_load_unload_and_eviction(s, c):
         r = srv.get_json(f"/api/jobs/{b}/unload", "POST")
         c.equal("unload answer", (r.get("loaded"), r.get("was_loaded")), (False, True))
         c.equal("nothing loaded after unload", loaded(), {"a": False, "b": False})
+        # A POST without Content-Length (curl -X POST) is answered at once, not after the read
+        # timeout (httplib would wait for a body).
+        t = time.monotonic()
+        line = srv.raw(f"POST /api/jobs/{a}/load HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+        took = time.monotonic() - t
+        c.expect(line.startswith("HTTP/1.1 200") and took < 3, f"POST without Content-Length: {line!r} after {took:.1f} s")
         for q in ("t0=5&t1=5&px=10", "t0=0&t1=10&px=0", "t0=0&t1=10&px=100000", "t0=x&t1=10&px=10"):
             status, _, _ = srv.request("GET", f"/api/jobs/{a}/timeline?{q}")
             c.equal(f"timeline?{q}", status, 400)
