@@ -215,12 +215,13 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
   });
   svr.Get("/job/" + id + "/", [&cache](const httplib::Request& req, httplib::Response& res) {
     if (!cache.exists(req.matches[1])) return send(res, cutrace::serve::error_reply(404, "no such job"));
-    // The report page, plus web/pieces.js: it fetches the timeline a piece at a time.
+    // The report page, plus web/pieces.js (it fetches the timeline a piece at a time) and
+    // web/served.js (back to the list, unload).
     std::string page(cutrace::report::web_asset("index.html"));
     const std::string app = "<script src=\"app.js\"></script>";
     size_t at = page.find(app);
     if (at == std::string::npos) return send(res, cutrace::serve::error_reply(500, "page without app.js"));
-    page.insert(at, "<script src=\"pieces.js\"></script>\n");
+    page.insert(at, "<script src=\"pieces.js\"></script>\n<script src=\"served.js\"></script>\n");
     res.set_content(page, "text/html; charset=utf-8");
   });
   svr.Get("/job/" + id + "/([a-z]+(?:\\.umd)?\\.(?:js|css))",

@@ -126,8 +126,9 @@ test('open a job: dashboard figures and timeline tracks', async () => {
   assert.deepEqual(errors, []);
 });
 
-test('back to the list: the job is loaded; unload it; open another', async () => {
-  await openList();
+test('back to the list: the job is loaded; unload it; open another; unload from its page', async () => {
+  await page.click('[data-control="jobs"]');  // the job page's link back to the list
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
   assert.equal(await row('alpha').locator('td.loaded').textContent(), 'yes');
   await row('alpha').locator('button.unload').click();
   await until(() => [...document.querySelectorAll('#jobs tbody tr')]
@@ -138,6 +139,11 @@ test('back to the list: the job is loaded; unload it; open another', async () =>
   await openList();
   assert.equal(await row('alpha').locator('td.loaded').textContent(), 'no');
   assert.equal(await row('beta').locator('td.loaded').textContent(), 'yes');
+  await row('beta').locator('button.open').click();
+  await page.waitForSelector('body[data-ready="true"]', {timeout: 60000});
+  await Promise.all([page.waitForURL(base, {timeout: 30000}), page.click('[data-control="unload"]')]);
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
+  assert.equal(await row('beta').locator('td.loaded').textContent(), 'no');
   assert.deepEqual(errors, []);
 });
 
