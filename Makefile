@@ -20,12 +20,20 @@ E2E_SRC    := $(wildcard test/e2e/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
+# The report page (web/) is embedded into the CLI at build time; its chart library comes from npm
+# (web/package-lock.json), fetched with `npm ci` when missing. docs/REPORT.md.
+CHART_JS   := web/node_modules/chart.js/dist/chart.umd.js
+WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css)
+WEB_FILES  := $(foreach f,$(WEB_SRC),$(notdir $(f))=$(f)) chart.umd.js=$(CHART_JS)
+WEB_GEN    := $(BUILD)/gen/web_assets.cpp
+
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
 FORMAT_A := $(BUILD)/lib/libcutrace_format.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 UNIT_BIN := $(BUILD)/test/unit_tests
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
+REPORT_GEN := $(BUILD)/test/report_trace_gen
 
 .PHONY: all test demo install clean
 .SECONDARY:
@@ -39,6 +47,10 @@ $(BUILD)/obj/%.o: %.cpp
 EXTRA_shim        := -fvisibility=hidden
 EXTRA_collector   := -fvisibility=hidden
 EXTRA_nvtx_bridge := -fvisibility=hidden
+# cpp-httplib (`cutrace serve`): Debian builds it as a shared library; its header must be compiled
+# with the library's own feature macros or the classes' layouts differ.
+HTTPLIB_CFLAGS := $(shell pkg-config --cflags cpp-httplib 2>/dev/null || echo -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_ZLIB_SUPPORT -DCPPHTTPLIB_BROTLI_SUPPORT)
+EXTRA_tools       := $(HTTPLIB_CFLAGS)
 
 $(FORMAT_A): $(call obj,$(FORMAT_SRC))
 	@mkdir -p $(dir $@)
@@ -50,9 +62,19 @@ $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  -static-libstdc++ -static-libgcc -ldl -lpthread
 
-$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(FORMAT_A)
+$(CHART_JS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+$(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -static-libstdc++ -static-libgcc -lpthread -ldl -lm
+	python3 tools/dev/embed_web.py $@ $(WEB_FILES)
+
+# The CLI links the shared libcpp-httplib (Debian ships no static one), which uses the shared
+# libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
+$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lcpp-httplib -lpthread -ldl -lm
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
@@ -67,9 +89,15 @@ $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
 
-test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS)
+$(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $^ $(LZ4_A)
+
+test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
+	BUILD=$(BUILD) bash test/report/run.sh
+	BUILD=$(BUILD) bash test/serve/run.sh
 
 demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app
 	BUILD=$(BUILD) bash tools/demo.sh

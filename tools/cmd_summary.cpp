@@ -572,7 +572,9 @@ int run(const Options& o) {
   });
   for (const std::string& e : set.errors()) std::fprintf(stderr, "cutrace: %s\n", e.c_str());
   if (opened == 0) return 1;
-  if (o.json) std::printf("%s\n", model.to_json().dump(2).c_str());
+  // Names are the profiled program's bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
+  auto replace = nlohmann::json::error_handler_t::replace;
+  if (o.json) std::printf("%s\n", model.to_json().dump(2, ' ', false, replace).c_str());
   else print_text(model, o.top);
   return set.errors().empty() && !read_errors ? 0 : 1;
 }

@@ -11,3 +11,5 @@ void add_merge_command(CLI::App& app);    // tools/cmd_merge.cpp
 void add_dump_command(CLI::App& app);     // tools/cmd_dump.cpp
 void add_summary_command(CLI::App& app);  // tools/cmd_summary.cpp
 void add_export_command(CLI::App& app);   // tools/cmd_export.cpp: chrome, perfetto, sqlite
+void add_report_command(CLI::App& app);   // tools/cmd_report.cpp: self-contained HTML report
+void add_serve_command(CLI::App& app);    // tools/cmd_serve.cpp

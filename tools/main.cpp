@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   add_dump_command(app);
   add_summary_command(app);
   add_export_command(app);
+  add_report_command(app);
+  add_serve_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

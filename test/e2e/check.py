@@ -1149,6 +1149,11 @@ def existing_file_is_never_overwritten(s, c):
         c.equal(f"{kind}: trace complete", j["ranks"][0]["complete"], True)
 
 
+# The `cutrace serve` tests live in serve_checks.py; they run here with the others.
+import serve_checks  # noqa: E402
+TESTS.extend(serve_checks.TESTS)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"), help="build directory")

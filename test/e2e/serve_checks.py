@@ -1,0 +1,403 @@
+"""End-to-end tests of `cutrace serve` (imported by check.py, which runs them with the others):
+the HTTP server started on a directory of jobs recorded on the fake driver, queried with the
+standard library only (http.client / raw sockets: urllib would normalise the hostile paths away).
+docs/RELIABILITY.md names the promises these tests guard."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def job_id(name):
+    """tools/jobs.cpp job_id(): FNV-1a 64 of the job's name, 16 hex digits."""
+    h = 0xCBF29CE484222325
+    for b in name.encode():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+class Server:
+    """`cutrace serve ROOT --port 0 [args]`, stopped (SIGTERM) on exit."""
+
+    def __init__(self, s, c, root, *args):
+        self.c = c
+        self.p = subprocess.Popen([s.cutrace, "serve", root, "--port", "0", *args], env=s.env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, errors="replace")
+        line = self.p.stdout.readline()
+        m = re.match(r"cutrace serve: http://([^/]+):(\d+)/ serving (.*)$", line.strip())
+        if not m:
+            self.stop()
+            c.require(False, f"cutrace serve printed {line!r}, stderr {self.p.stderr.read()[:300]!r}")
+        self.host, self.port = m.group(1), int(m.group(2))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+                self.c.expect(False, "cutrace serve did not stop within 15 s of SIGTERM")
+
+    def request(self, method, path, headers=None, body=None):
+        """(status, headers dict, body bytes); the path is sent exactly as given."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        if method == "POST" and body is None:
+            body = b""  # Content-Length: 0, as browsers send
+        try:
+            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            hdrs = {"Host": f"127.0.0.1:{self.port}"}
+            hdrs.update(headers or {})
+            for k, v in hdrs.items():
+                conn.putheader(k, v)
+            if body is not None:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    def get_json(self, path, method="GET"):
+        status, _, body = self.request(method, path)
+        self.c.require(status == 200, f"{method} {path}: HTTP {status}: {body[:300]!r}")
+        return json.loads(body)
+
+    def raw(self, data, read=True):
+        """Sends bytes on a fresh connection; the first response line ('' if the server closed the
+        connection before answering, as it may while the client is still sending)."""
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=15)
+        try:
+            try:
+                sock.sendall(data)
+            except OSError:
+                pass
+            try:
+                return sock.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+            except OSError:
+                return ""
+        finally:
+            sock.close()
+
+    def rss_kib(self):
+        with open(f"/proc/{self.p.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def record_exit(s, c, d, n=200):
+    """fault_app exit N under `cutrace record`: one complete trace."""
+    s.record(c, d, [s.prog("fault_app"), "exit", str(n)], extra_env={"CUTRACE_SAMPLE_HZ": "0"})
+
+
+def jobs_by_name(srv, query=""):
+    return {j["name"]: j for j in srv.get_json("/api/jobs" + query)["jobs"]}
+
+
+@test
+def serve_binds_loopback_and_lists_jobs(s, c):
+    """Without --host the server listens on 127.0.0.1 only (/proc/net/tcp); the job list has each
+    job directory with its rank count, total size and creation time, and filters by name, status
+    and time."""
+    root = s.tmpdir("serve-list")
+    t_before = time.time_ns()
+    record_exit(s, c, os.path.join(root, "exp", "RunA"))
+    s.record(c, os.path.join(root, "exp", "run_b"), ["sh", "-c", f"{s.prog('routes')} && {s.prog('copies')}"])
+    t_after = time.time_ns()
+    with Server(s, c, root) as srv:
+        c.equal("printed address", srv.host, "127.0.0.1")
+        listening = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            if os.path.exists(table):
+                for line in open(table).read().splitlines()[1:]:
+                    f = line.split()
+                    addr, port = f[1].rsplit(":", 1)
+                    if int(port, 16) == srv.port and f[3] == "0A":
+                        listening.append(addr)
+        c.equal("listening sockets on the port", listening, ["0100007F"])
+        jobs = jobs_by_name(srv)
+        c.equal("job names", sorted(jobs), ["exp/RunA", "exp/run_b"])
+        for name, ranks in (("exp/RunA", 1), ("exp/run_b", 2)):
+            j = jobs.get(name, {})
+            d = os.path.join(root, name)
+            files = [f for f in os.listdir(d) if f.endswith(".cutrace")]
+            c.equal(f"{name} ranks", j.get("ranks"), ranks)
+            c.equal(f"{name} size_bytes", j.get("size_bytes"), sum(os.path.getsize(os.path.join(d, f)) for f in files))
+            c.equal(f"{name} status", j.get("status"), "completed")
+            c.equal(f"{name} id", j.get("id"), job_id(name))
+            c.expect(t_before <= j.get("created_ns", 0) <= t_after,
+                     f"{name} created_ns {j.get('created_ns')} outside the recording [{t_before}, {t_after}]")
+        c.equal("name filter (case-insensitive)", sorted(jobs_by_name(srv, "?name=runa")), ["exp/RunA"])
+        c.equal("status filter completed", len(jobs_by_name(srv, "?status=completed")), 2)
+        c.equal("status filter failed,running", len(jobs_by_name(srv, "?status=failed,running")), 0)
+        c.require(len(jobs) == 2, "two jobs needed for the time filters")
+        older, newer = sorted(jobs, key=lambda n: jobs[n]["created_ns"])
+        split_ms = jobs[newer]["created_ns"] // 1_000_000  # recordings are much more than 1 ms apart
+        c.equal("from filter", sorted(jobs_by_name(srv, f"?from={split_ms}")), [newer])
+        c.equal("to filter", sorted(jobs_by_name(srv, f"?to={split_ms - 1}")), [older])
+        for bad in ("?status=bogus", "?from=12abc", "?to=99999999999999999999999"):
+            status, _, _ = srv.request("GET", "/api/jobs" + bad)
+            c.equal(f"/api/jobs{bad} status", status, 400)
+
+
+@test
+def serve_job_status_from_files(s, c):
+    """running: a traced process still alive; completed: clean End; failed: End written from a
+    signal handler (SIGTERM); stopped: no End and the process gone (SIGKILL), file not touched
+    since. The running job turns failed once it is terminated."""
+    root = s.tmpdir("serve-status")
+    record_exit(s, c, os.path.join(root, "done"))
+    env = dict(s.env, LD_PRELOAD=s.shim, CUTRACE_SAMPLE_HZ="0")
+    killed = subprocess.Popen([s.prog("fault_app"), "loop", "1.5"], env=dict(env, CUTRACE_OUTPUT=os.path.join(root, "killed")),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    live = subprocess.Popen([s.prog("fault_app"), "wait", "100"], env=dict(env, CUTRACE_OUTPUT=os.path.join(root, "live")),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        c.require([live.stdout.readline(), live.stdout.readline()][1] == "ready\n", "fault_app wait did not get ready")
+        time.sleep(1.2)
+        killed.kill()
+        killed.wait()
+        d = os.path.join(root, "killed")
+        for f in os.listdir(d):  # older than the 5 s grace for files still being written
+            old = time.time() - 60
+            os.utime(os.path.join(d, f), (old, old))
+        with Server(s, c, root) as srv:
+            jobs = jobs_by_name(srv)
+            got = {n: j["status"] for n, j in jobs.items()}
+            c.equal("statuses", got, {"done": "completed", "killed": "stopped", "live": "running"})
+            live.send_signal(signal.SIGTERM)
+            live.wait(timeout=10)
+            c.equal("live after SIGTERM", jobs_by_name(srv).get("live", {}).get("status"), "failed")
+            c.equal("status filter stopped", sorted(jobs_by_name(srv, "?status=stopped")), ["killed"])
+    finally:
+        for p in (killed, live):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@test
+def serve_refuses_paths_outside_dir(s, c):
+    """Nothing outside DIR is served: `..` and its encodings, absolute paths and URLs, a
+    directory symlink out of DIR (not listed), a job whose trace is a symlink out (refused);
+    every one answers 4xx without a byte of the outside files."""
+    base = s.tmpdir("serve-jail")
+    root, outside = os.path.join(base, "root"), os.path.join(base, "outside")
+    record_exit(s, c, os.path.join(root, "good"))
+    record_exit(s, c, os.path.join(outside, "secret_job"))
+    marker = "SECRET-MARKER-7f3a"
+    with open(os.path.join(outside, "secret.txt"), "w") as f:
+        f.write(marker + "\n")
+    os.symlink(os.path.join(outside, "secret_job"), os.path.join(root, "linked_dir"))
+    os.makedirs(os.path.join(root, "mixed"))
+    record_exit(s, c, os.path.join(root, "mixed"))
+    secret_trace = [f for f in os.listdir(os.path.join(outside, "secret_job")) if f.endswith(".cutrace")][0]
+    os.symlink(os.path.join(outside, "secret_job", secret_trace), os.path.join(root, "mixed", "zz.rank1.pid1.cutrace"))
+    with open(os.path.join(outside, "secret_job", secret_trace), "rb") as f:
+        secret_head = f.read(64)
+    good = job_id("good")
+    with Server(s, c, root) as srv:
+        c.equal("listed jobs", sorted(jobs_by_name(srv)), ["good"])
+        paths = ["/../outside/secret.txt", "/..%2foutside%2fsecret.txt", "/%2e%2e/outside/secret.txt",
+                 "/%2E%2E%2Foutside%2Fsecret.txt", "/..%5coutside%5csecret.txt", "//etc/passwd",
+                 "/etc/passwd", f"/job/{good}/../../outside/secret.txt",
+                 f"/job/{good}/%2e%2e/%2e%2e/outside/secret.txt", f"/job/{good}/..%2f..%2foutside%2fsecret.txt",
+                 "/job/../../outside/secret_job/", "/api/jobs/..%2f..%2foutside/dashboard",
+                 f"http://127.0.0.1:{srv.port}/../outside/secret.txt", f"/job/{good}/%00../secret.txt",
+                 f"/job/{good}/style.css/../../../outside/secret.txt", f"/{outside}/secret.txt",
+                 f"/job/{job_id('linked_dir')}/", f"/api/jobs/{job_id('linked_dir')}/dashboard",
+                 f"/api/jobs/{job_id('mixed')}/dashboard", f"/job/{job_id('mixed')}/timeline.json?t0=0&t1=9&px=9",
+                 f"/job/{job_id('mixed')}/", f"/api/jobs/{job_id('../outside/secret_job')}/dashboard"]
+        for path in paths:
+            status, _, body = srv.request("GET", path)
+            c.expect(400 <= status < 500, f"GET {path}: HTTP {status}, expected 4xx")
+            c.expect(marker.encode() not in body and secret_head not in body, f"GET {path}: outside bytes in the answer")
+        for path in (f"/api/jobs/{job_id('mixed')}/load", f"/api/jobs/{job_id('linked_dir')}/load"):
+            status, _, _ = srv.request("POST", path)
+            c.equal(f"POST {path}", status, 404)
+        status, _, _ = srv.request("GET", f"/api/jobs/{good}/dashboard")
+        c.equal("the job inside DIR still loads", status, 200)
+
+
+@test
+def serve_bounds_request_sizes(s, c):
+    """An over-long request line (414), header line (400), too many header lines (431), a body
+    over 4 KiB (413), a chunked body (411) and a flood of headers (connection closed at 64 KiB)
+    are refused without the server's memory growing; it keeps answering."""
+    root = s.tmpdir("serve-limits")
+    record_exit(s, c, os.path.join(root, "a"))
+    with Server(s, c, root) as srv:
+        host = f"Host: 127.0.0.1:{srv.port}\r\n".encode()
+        unload = f"POST /api/jobs/{job_id('a')}/unload HTTP/1.1\r\n".encode()
+        rss0 = srv.rss_kib()
+        cases = [
+            ("request line", b"GET /" + b"a" * 10000 + b" HTTP/1.1\r\n" + host + b"\r\n", "414"),
+            ("header line", b"GET / HTTP/1.1\r\n" + host + b"X-Long: " + b"a" * 10000 + b"\r\n\r\n", "400"),
+            ("header count", b"GET / HTTP/1.1\r\n" + host + b"".join(b"X-%d: a\r\n" % i for i in range(100)) + b"\r\n", "431"),
+            ("body", unload + host + b"Content-Length: 1000000\r\n\r\n" + b"a" * 5000, "413"),
+            ("chunked body", unload + host + b"Transfer-Encoding: chunked\r\n\r\n", "411"),
+        ]
+        for what, data, want in cases:
+            line = srv.raw(data)
+            c.expect(line.split(" ")[1:2] == [want], f"{what}: answered {line!r}, expected {want}")
+        # 50 MB of header lines: httplib 0.11 alone would buffer them all.
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
+        sent = 0
+        try:
+            sock.sendall(b"GET / HTTP/1.1\r\n" + host)
+            chunk = b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(1000))
+            for _ in range(50):
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+        c.expect(sent < 50 * len(chunk), "the server read 50 MB of headers without closing the connection")
+        grown = srv.rss_kib() - rss0
+        c.expect(grown < 8 * 1024, f"server memory grew by {grown} KiB while refusing requests")
+        status, _, _ = srv.request("GET", "/api/jobs")
+        c.equal("still answering", status, 200)
+        c.notes.append(f"header flood: connection closed after {sent} bytes sent; RSS {rss0} -> {srv.rss_kib()} KiB")
+
+
+@test
+def serve_checks_host_header(s, c):
+    """Bound to loopback, only requests addressed to a loopback name are answered (a page on
+    another site cannot read the jobs through DNS rebinding); answers carry the security headers."""
+    root = s.tmpdir("serve-host")
+    record_exit(s, c, os.path.join(root, "a"))
+    with Server(s, c, root) as srv:
+        for host, want in ((f"127.0.0.1:{srv.port}", 200), (f"localhost:{srv.port}", 200),
+                           (f"evil.example:{srv.port}", 421), ("evil.example", 421), (f"127.0.0.1:{srv.port + 1}", 421)):
+            status, headers, _ = srv.request("GET", "/api/jobs", {"Host": host})
+            c.equal(f"Host {host}", status, want)
+        status, headers, _ = srv.request("GET", "/")
+        c.equal("GET / status", status, 200)
+        c.equal("nosniff", headers.get("x-content-type-options"), "nosniff")
+        c.expect("script-src 'self'" in headers.get("content-security-policy", ""),
+                 f"CSP {headers.get('content-security-policy')!r}")
+        c.equal("frame options", headers.get("x-frame-options"), "DENY")
+
+
+@test
+def serve_job_ids_never_reach_a_shell(s, c):
+    """Job ids that would be shell commands are unknown ids (404) and run nothing."""
+    root = s.tmpdir("serve-shell")
+    record_exit(s, c, os.path.join(root, "a"))
+    canary = os.path.join(s.tmpdir("serve-canary"), "pwned")
+    with Server(s, c, root) as srv:
+        for evil in (f"$(touch%20{canary})", f";touch%20{canary}", f"|touch%20{canary}", f"`touch%20{canary}`",
+                     f"a%0atouch%20{canary}", f"&&touch%20{canary}"):
+            for path in (f"/api/jobs/{evil}/dashboard", f"/job/{evil}/", f"/api/jobs/{evil}/timeline?t0=0&t1=1&px=1"):
+                status, _, _ = srv.request("GET", path)
+                c.equal(f"GET {path}", status, 404)
+            status, _, _ = srv.request("POST", f"/api/jobs/{evil}/load")
+            c.equal(f"POST load {evil}", status, 404)
+        c.expect(not os.path.exists(canary), "a request created the canary file")
+
+
+def strings_in(doc):
+    """Every string (keys and values) of a JSON document."""
+    out = []
+    stack = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            out.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, str):
+            out.append(x)
+    return out
+
+
+HOSTILE_KERNELS = ["<img/src=x/onerror=alert(1)>", "</script><script>alert(2)</script>", "\"quoted'\\name`${alert(3)}`"]
+HOSTILE_RANGES = ["<img src=x onerror=alert(4)>", "</script><svg onload=alert(5)>"]
+HOSTILE_JOB = "<img src=x onerror=alert(9)>"
+
+
+@test
+def serve_hostile_names_escaped(s, c):
+    """Kernel, NVTX and job names that are HTML/JS/JSON (test/e2e/hostile_names.cpp, a job
+    directory named like an <img> tag) come back intact in valid JSON (strict parser; the
+    byte that is not UTF-8 as U+FFFD), and never appear in the HTML the server sends."""
+    root = s.tmpdir("serve-hostile")
+    d = os.path.join(root, HOSTILE_JOB)
+    s.record(c, d, [s.prog("hostile_names")], extra_env={"CUTRACE_SAMPLE_HZ": "0"})
+    jid = job_id(HOSTILE_JOB)
+    with Server(s, c, root) as srv:
+        status, headers, body = srv.request("GET", "/api/jobs")
+        c.equal("list content type", headers.get("content-type"), "application/json; charset=utf-8")
+        listed = [j["name"] for j in json.loads(body.decode("utf-8"))["jobs"]]
+        c.equal("hostile job name listed intact", listed, [HOSTILE_JOB])
+        docs = {}
+        for what, path in (("dashboard", f"/api/jobs/{jid}/dashboard"),
+                           ("timeline", f"/job/{jid}/timeline.json?t0=0&t1=9223372036854775807&px=4000")):
+            status, headers, body = srv.request("GET", path)
+            c.require(status == 200, f"{what}: HTTP {status}: {body[:300]!r}")
+            try:
+                docs[what] = json.loads(body.decode("utf-8", errors="strict"))
+            except ValueError as e:
+                c.require(False, f"{what}: not valid UTF-8 JSON: {e}")
+        found = set(strings_in(docs["dashboard"])) | set(strings_in(docs["timeline"]))
+        blob = "\n".join(found)
+        for name in HOSTILE_KERNELS + HOSTILE_RANGES:
+            c.expect(name in blob, f"{name!r} not found intact in the dashboard or timeline JSON")
+        c.expect("bad utf8 \ufffd\ufffd end" in blob or "bad utf8 \ufffd end" in blob,
+                 "the range name with bytes that are not UTF-8 is not in the JSON with U+FFFD")
+        for path in ("/", f"/job/{jid}/", "/jobs.js", f"/job/{jid}/app.js"):
+            status, _, body = srv.request("GET", path)
+            c.equal(f"GET {path}", status, 200)
+            for name in HOSTILE_KERNELS + HOSTILE_RANGES + [HOSTILE_JOB]:
+                c.expect(name.encode() not in body, f"GET {path} contains {name!r} unescaped")
+
+
+@test
+def serve_load_unload_and_eviction(s, c):
+    """POST load marks a job loaded in the list, unload frees it; with --max-loaded 1, loading a
+    second job drops the first; a POST without Content-Length is answered at once; malformed
+    timeline queries are 400."""
+    root = s.tmpdir("serve-load")
+    record_exit(s, c, os.path.join(root, "a"))
+    record_exit(s, c, os.path.join(root, "b"))
+    a, b = job_id("a"), job_id("b")
+    with Server(s, c, root, "--max-loaded", "1") as srv:
+        loaded = lambda: {n: j["loaded"] for n, j in jobs_by_name(srv).items()}
+        c.equal("nothing loaded at start", loaded(), {"a": False, "b": False})
+        r = srv.get_json(f"/api/jobs/{a}/load", "POST")
+        c.equal("load answer", (r.get("loaded"), r.get("job", {}).get("name")), (True, "a"))
+        c.equal("a loaded", loaded(), {"a": True, "b": False})
+        srv.get_json(f"/api/jobs/{b}/dashboard")
+        c.equal("b loaded by its dashboard, a dropped", loaded(), {"a": False, "b": True})
+        r = srv.get_json(f"/api/jobs/{b}/unload", "POST")
+        c.equal("unload answer", (r.get("loaded"), r.get("was_loaded")), (False, True))
+        c.equal("nothing loaded after unload", loaded(), {"a": False, "b": False})
+        # A POST without Content-Length (curl -X POST) is answered at once, not after the read
+        # timeout (httplib would wait for a body).
+        t = time.monotonic()
+        line = srv.raw(f"POST /api/jobs/{a}/load HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+        took = time.monotonic() - t
+        c.expect(line.startswith("HTTP/1.1 200") and took < 3, f"POST without Content-Length: {line!r} after {took:.1f} s")
+        for q in ("t0=5&t1=5&px=10", "t0=0&t1=10&px=0", "t0=0&t1=10&px=100000", "t0=x&t1=10&px=10"):
+            status, _, _ = srv.request("GET", f"/api/jobs/{a}/timeline?{q}")
+            c.equal(f"timeline?{q}", status, 400)

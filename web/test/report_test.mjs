@@ -1,0 +1,193 @@
+// Browser tests of `cutrace report` (run by test/report/run.sh, i.e. `make test`): a synthetic
+// 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
+// and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job.
+import assert from 'node:assert/strict';
+import {execFileSync} from 'node:child_process';
+import {mkdtempSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import path from 'node:path';
+import {after, before, test} from 'node:test';
+import {launch, openReport} from './browser.mjs';
+
+const build = process.env.CUTRACE_BUILD || path.resolve('build');
+const cutrace = path.join(build, 'bin/cutrace');
+const EVIL = '<img src=x onerror=alert(1)>';
+
+let dir, summary, browser, page, errors, dialogs = [];
+
+// "12.35 ms" -> ns, with the half-unit of its last digit as the tolerance.
+function parseNs(text) {
+  const m = /^(-?[\d.]+) (ns|us|ms|s)$/.exec(text.trim());
+  assert.ok(m, `not a duration: "${text}"`);
+  const unit = {ns: 1, us: 1e3, ms: 1e6, s: 1e9}[m[2]];
+  const decimals = (m[1].split('.')[1] || '').length;
+  return {value: Number(m[1]) * unit, tol: 0.5 * Math.pow(10, -decimals) * unit + 1e-9};
+}
+function assertNs(text, expected, what) {
+  const {value, tol} = parseNs(text);
+  assert.ok(Math.abs(value - expected) <= tol, `${what}: page shows "${text}", summary --json says ${expected} ns`);
+}
+const parseCount = (t) => Number(t.replace(/,/g, ''));
+function assertPct(text, fraction, what) {
+  const v = Number(text.replace('%', ''));
+  assert.ok(Math.abs(v - 100 * fraction) <= 0.05 + 1e-9, `${what}: page shows "${text}", summary --json says ${fraction}`);
+}
+
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'cutrace-report-test-'));
+  const job = path.join(dir, 'job');
+  execFileSync('mkdir', ['-p', job]);
+  execFileSync(path.join(build, 'test/report_trace_gen'), [job, '4', '30', '40']);
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'report.html'), '-q']);
+  summary = JSON.parse(execFileSync(cutrace, ['summary', job, '--json'], {maxBuffer: 1 << 28}).toString());
+  browser = await launch();
+  ({page, errors} = await openReport(browser, path.join(dir, 'report.html')));
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (dir) rmSync(dir, {recursive: true, force: true});
+});
+
+const text = (sel) => page.locator(sel).first().textContent();
+
+test('report opens from disk with no console errors and no network access', async () => {
+  await page.waitForTimeout(300);  // charts draw on the next frames
+  assert.deepEqual(errors, []);
+});
+
+test('dashboard figures equal cutrace summary --json', async () => {
+  const k = summary.kernel_totals;
+  assert.equal(parseCount(await text('[data-stat="kernel_count"]')), k.count);
+  assertNs(await text('[data-stat="kernel_total_ns"]'), k.total_ns, 'kernel GPU time');
+  assertPct(await text('[data-stat="gpu_utilization"]'), summary.gpu_total.utilization, 'GPU busy');
+  assert.equal(parseCount(await text('[data-stat="step_count"]')), summary.steps.count);
+  assert.equal(parseCount(await text('[data-stat="ranks"]')), summary.ranks.length);
+  assertNs(await text('[data-stat="step_median"]'), summary.steps.cpu.median_ns, 'median step');
+  assertNs(await text('[data-stat="step_p90"]'), summary.steps.cpu.p90_ns, 'p90 step');
+  // Pies: GPU active/idle, precision, memory operations.
+  assertNs(await text('[data-legend="gpu_active"] [data-value="active"]'), summary.gpu_total.busy_ns, 'GPU active');
+  assertNs(await text('[data-legend="gpu_active"] [data-value="idle"]'), summary.gpu_total.idle_ns, 'GPU idle');
+  for (const [name, p] of Object.entries(summary.kernel_precision)) {
+    if (p.total_ns > 0) assertNs(await text(`[data-legend="precision"] [data-value="${name}"]`), p.total_ns, 'precision ' + name);
+  }
+  assertNs(await text('[data-legend="memory_ops"] [data-value="HtoD"]'), summary.memory_ops.HtoD.total_ns, 'HtoD time');
+  assertNs(await text('[data-legend="gpu_activity"] [data-value="kernels"]'), summary.gpu_total.kernel_ns, 'kernel activity');
+  const host = summary.ranks.reduce((x, r) => x + r.cpu.host_util_mean, 0) / summary.ranks.length;
+  assert.equal(await text('[data-legend="cpu_active"] [data-value="active"]'), host.toFixed(1) + '%');
+  assert.equal(await text('[data-stat="cpu_host_util"]'), host.toFixed(1) + '%');
+});
+
+test('kernels table rows equal the summary kernels, and sort by a clicked column', async () => {
+  const rows = await page.$$eval('[data-table="kernels"] tbody tr', (trs) => trs.map((tr) => {
+    const cell = (c) => tr.querySelector(`[data-col="${c}"]`).textContent;
+    return {name: cell('name'), count: cell('count'), total: cell('total_ns'), median: cell('median_ns')};
+  }));
+  assert.equal(rows.length, summary.kernels.length);
+  for (const r of rows) {
+    const k = summary.kernels.find((x) => x.name === r.name);
+    assert.ok(k, `kernel "${r.name}" is not in the summary`);
+    assert.equal(parseCount(r.count), k.count);
+    assertNs(r.total, k.total_ns, r.name + ' total');
+    assertNs(r.median, k.median_ns, r.name + ' median');
+  }
+  await page.click('[data-table="kernels"] th:has-text("Count")');
+  const first = await page.$eval('[data-table="kernels"] tbody tr [data-col="count"]', (td) => td.textContent);
+  assert.equal(parseCount(first), Math.max(...summary.kernels.map((x) => x.count)));
+});
+
+test('a kernel named like HTML shows as text, nothing runs', async () => {
+  const cells = await page.$$eval('[data-table="kernels"] [data-col="name"]', (tds) => tds.map((t) => t.textContent));
+  assert.ok(cells.includes(EVIL), 'the kernel name is shown verbatim');
+  assert.equal(await page.$$eval('img', (x) => x.length), 0);
+  assert.deepEqual(dialogs, []);
+});
+
+test('top-k control and the new histogram of an annotation', async () => {
+  await page.fill('[data-control="topk"]', '3');
+  await page.dispatchEvent('[data-control="topk"]', 'change');
+  const legend = await page.$$eval('[data-legend="kernel_topk"] tr', (trs) => trs.map((t) => t.textContent));
+  assert.equal(legend.length, 4);
+  assert.match(legend[3], /^other \(\d+ names\)/);
+  await page.fill('[data-control="hist-name"]', 'step_*');
+  await page.click('[data-control="hist-add"]');
+  const note = await text('[data-card="hist-step_*"] h3 .note');
+  assert.equal(parseCount(note.split(' ')[0]), summary.steps.count);
+});
+
+test('per-rank comparison lists every rank', async () => {
+  const ranks = await page.$$eval('[data-table="ranks"] tbody tr', (trs) => trs.length);
+  assert.equal(ranks, summary.ranks.length);
+});
+
+test('timeline: track tree, zoom keys, select an event, its details and launch link', async () => {
+  await page.click('.tab[data-view="timeline"]');
+  await page.waitForTimeout(200);
+  const tracks = await page.evaluate(() => window.cutraceTimeline.tracks());
+  const kinds = new Set(tracks.map((t) => t.kind));
+  for (const k of ['host', 'process', 'thread', 'gpu', 'stream', 'counter']) assert.ok(kinds.has(k), 'track kind ' + k);
+  assert.equal(tracks.filter((t) => t.kind === 'host').length, 2);  // node-0, node-1
+  assert.equal(tracks.filter((t) => t.kind === 'process').length, 4);
+  const labels = await page.$$eval('.tl-label', (ls) => ls.map((l) => l.textContent));
+  assert.equal(labels.length, tracks.length);
+  // Launches on the threads + ranges; kernels, copies and sets on the streams.
+  const streamEvents = tracks.filter((t) => t.kind === 'stream').reduce((a, t) => a + t.events, 0);
+  const copies = Object.values(summary.memcpy).reduce((a, c) => a + c.count, 0);
+  assert.equal(streamEvents, summary.kernel_totals.count + copies + summary.memset.count);
+
+  await page.locator('.tl-canvas').hover();
+  const [a0, b0] = await page.evaluate(() => window.cutraceTimeline.view());
+  await page.keyboard.press('w');
+  await page.waitForTimeout(50);
+  const [a1, b1] = await page.evaluate(() => window.cutraceTimeline.view());
+  assert.ok(Math.abs((b1 - a1) - 0.8 * (b0 - a0)) < 1e-6 * (b0 - a0), 'w zooms in by 20%');
+  await page.keyboard.press('d');
+  const [a2] = await page.evaluate(() => window.cutraceTimeline.view());
+  assert.ok(a2 > a1, 'd pans right');
+
+  // Zoom onto kernel 10 of rank 0's compute stream and click it.
+  const stream = tracks.find((t) => t.kind === 'stream');
+  const ev = await page.evaluate((id) => window.cutraceTimeline.event(id, 10), stream.id);
+  await page.evaluate(([s, d]) => window.cutraceTimeline.setView(s - 20 * d, s + 30 * d), [ev.s, ev.d]);
+  await page.waitForTimeout(50);
+  const pt = await page.evaluate((id) => window.cutraceTimeline.eventPoint(id, 10), stream.id);
+  const box = await page.locator('.tl-canvas').boundingBox();
+  await page.mouse.click(box.x + pt.x, box.y + pt.y);
+  assert.deepEqual(await page.evaluate(() => window.cutraceTimeline.selected()), {id: stream.id, i: 10});
+  assert.equal(await text('[data-field="name"]'), ev.name);
+  assert.equal(await text('[data-field="duration"]'), (await page.evaluate((d) => CT.fmtNs(d), ev.d)));
+  assertNs(await text('[data-field="duration"]'), ev.d, 'selected duration');
+  assert.match(await text('[data-field="detail"]'), /^grid 1024x1x1  block 256x1x1/);
+  assert.match(await text('[data-field="backtrace"]'), /not recorded/);
+  // The launch on the host is linked by correlation id (the arrow's other end).
+  const linked = await page.evaluate(() => window.cutraceTimeline.linked());
+  assert.ok(linked, 'the kernel is linked to its launch');
+  const launch = await page.evaluate(([id, i]) => window.cutraceTimeline.event(id, i), [linked.id, linked.i]);
+  assert.equal(launch.c, ev.c);
+  assert.equal(launch.name, 'cuLaunchKernel');
+  assert.ok(launch.s < ev.s, 'the launch precedes the kernel');
+  assert.match(await text('[data-field="link"]'), /^launched by cuLaunchKernel/);
+
+  // f zooms to the selection.
+  await page.locator('.tl-canvas').hover();
+  await page.keyboard.press('f');
+  const [fa, fb] = await page.evaluate(() => window.cutraceTimeline.view());
+  assert.ok(fa <= ev.s && fb >= ev.s + ev.d && fb - fa < 3 * ev.d + 200, 'f frames the selected kernel');
+});
+
+test('timeline: jump to a step by name, search highlights matches', async () => {
+  await page.fill('[data-control="jump"]', 'step_7');
+  await page.press('[data-control="jump"]', 'Enter');
+  assert.equal(await text('[data-field="name"]'), 'step_7');
+  assert.equal(await text('[data-field="kind"]'), 'range');
+  const [a, b] = await page.evaluate(() => window.cutraceTimeline.view());
+  const sel = await page.evaluate(() => window.cutraceTimeline.selected());
+  const ev = await page.evaluate(([id, i]) => window.cutraceTimeline.event(id, i), [sel.id, sel.i]);
+  assert.ok(a <= ev.s && b >= ev.s + ev.d);
+  await page.fill('[data-control="search"]', 'ncclDevKernel');
+  const count = parseCount((await text('[data-field="search-count"]')).split(' ')[0]);
+  const nccl = summary.kernels.find((k) => k.name.startsWith('ncclDevKernel'));
+  assert.equal(count, nccl.count);
+  assert.deepEqual(errors, []);
+});

@@ -1,0 +1,189 @@
+// Browser tests of `cutrace serve` (run by test/serve/run.sh, i.e. `make test`): jobs recorded on
+// the fake driver are served, and headless chromium uses the pages as a person would: the job
+// list (filters, a job directory named like an <img> tag shown as text), open a job (dashboard
+// and timeline), back, unload it, open another; zooming the timeline of a large job fetches a
+// finer piece of it. No console error and no dialog on any page.
+import assert from 'node:assert/strict';
+import {execFileSync, spawn} from 'node:child_process';
+import {mkdtempSync, rmSync} from 'node:fs';
+import {tmpdir} from 'node:os';
+import path from 'node:path';
+import {after, before, test} from 'node:test';
+import {launch} from './browser.mjs';
+
+const build = process.env.CUTRACE_BUILD || path.resolve('build');
+const cutrace = path.join(build, 'bin/cutrace');
+const prog = (name) => path.join(build, 'test/e2e', name);
+const EVIL_JOB = '<img src=x onerror=alert(9)>';
+const EVIL_KERNEL = '<img/src=x/onerror=alert(1)>';
+const BIG_LAUNCHES = 20000;
+
+let dir, server, base, browser, page;
+const errors = [], dialogs = [];
+
+function record(job, argv) {
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', path.join(dir, job), '--', ...argv], {env, stdio: 'ignore'});
+}
+
+function kernelCount(job) {
+  const j = JSON.parse(execFileSync(cutrace, ['summary', path.join(dir, job), '--json'], {maxBuffer: 1 << 28}).toString());
+  return j.kernel_totals.count;
+}
+
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'cutrace-serve-test-'));
+  record('alpha', [prog('fault_app'), 'exit', '200']);
+  record('beta', [prog('fault_app'), 'exit', '300']);
+  record(EVIL_JOB, [prog('hostile_names')]);
+  record('big', [prog('fault_app'), 'many', String(BIG_LAUNCHES)]);
+  server = spawn(cutrace, ['serve', dir, '--port', '0'], {stdio: ['ignore', 'pipe', 'inherit']});
+  base = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`cutrace serve exited ${code}: ${out}`)));
+  });
+  browser = await launch();
+  page = await browser.newPage({viewport: {width: 1500, height: 1000}});
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console (${page.url()}): ${m.text()}`); });
+  page.on('pageerror', (e) => errors.push(`pageerror (${page.url()}): ${e.message}`));
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  page.on('request', (r) => { if (!r.url().startsWith(base)) errors.push('request outside the server: ' + r.url()); });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) server.kill('SIGTERM');
+  if (dir) rmSync(dir, {recursive: true, force: true});
+});
+
+// Polls fn in the page until it returns true. (page.waitForFunction evaluates a string in the
+// page, which the server's Content-Security-Policy forbids; evaluate() goes through the devtools
+// protocol instead.)
+async function until(fn, arg, timeout = 30000) {
+  const end = Date.now() + timeout;
+  while (!(await page.evaluate(fn, arg))) {
+    if (Date.now() > end) throw new Error('timed out waiting for ' + fn.toString());
+    await page.waitForTimeout(50);
+  }
+}
+
+const rowNames = () => page.locator('#jobs tbody tr td.name').allTextContents();
+const row = (name) => page.locator('#jobs tbody tr', {has: page.locator('td.name', {hasText: name})}).first();
+
+async function openList() {
+  await page.goto(base);
+  await until(() => document.querySelectorAll('#jobs tbody tr').length > 0);
+}
+
+async function openJob(name) {
+  await openList();
+  await Promise.all([page.waitForURL(/\/job\/[0-9a-f]{16}\/$/, {timeout: 60000}), row(name).locator('button.open').click()]);
+  await page.waitForSelector('body[data-ready="true"]', {timeout: 60000});
+}
+
+test('job list: every job, hostile directory name as text, no console error', async () => {
+  await openList();
+  assert.deepEqual((await rowNames()).sort(), [EVIL_JOB, 'alpha', 'beta', 'big'].sort());
+  assert.equal(await row('alpha').locator('.status').textContent(), 'completed');
+  assert.equal(await row('big').locator('td.ranks').textContent(), '1');
+  assert.equal(await page.locator('#jobs img').count(), 0, 'the job name became an element');
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(errors, []);
+});
+
+test('job list: filters by name and status', async () => {
+  await openList();
+  await page.fill('#f-name', 'ALP');
+  await page.click('#f-apply');
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 1);
+  assert.deepEqual(await rowNames(), ['alpha']);
+  await page.click('#f-clear');
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
+  await page.check('#f-status input[value="failed"]');
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 0);
+  await page.check('#f-status input[value="completed"]');
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
+  assert.deepEqual(errors, []);
+});
+
+test('open a job: dashboard figures and timeline tracks', async () => {
+  await openJob('alpha');
+  const shown = Number((await page.locator('[data-stat="kernel_count"]').first().textContent()).replace(/,/g, ''));
+  assert.equal(shown, kernelCount('alpha'));
+  assert.equal(shown, 200);
+  await page.click('.tab[data-view="timeline"]');
+  await page.waitForSelector('[data-testid="timeline-canvas"]');
+  const tracks = await page.evaluate(() => window.cutraceTimeline.tracks());
+  const streams = tracks.filter((t) => t.kind === 'stream');
+  assert.ok(streams.length > 0, 'no stream track');
+  assert.equal(streams.reduce((n, t) => n + t.events, 0), 200, 'kernels on the stream tracks');
+  assert.deepEqual(errors, []);
+});
+
+test('back to the list: the job is loaded; unload it; open another; unload from its page', async () => {
+  await page.click('[data-control="jobs"]');  // the job page's link back to the list
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
+  assert.equal(await row('alpha').locator('td.loaded').textContent(), 'yes');
+  await row('alpha').locator('button.unload').click();
+  await until(() => [...document.querySelectorAll('#jobs tbody tr')]
+    .some((r) => r.querySelector('td.name').textContent === 'alpha' && r.querySelector('td.loaded').textContent === 'no'));
+  await openJob('beta');
+  const shown = Number((await page.locator('[data-stat="kernel_count"]').first().textContent()).replace(/,/g, ''));
+  assert.equal(shown, 300);
+  await openList();
+  assert.equal(await row('alpha').locator('td.loaded').textContent(), 'no');
+  assert.equal(await row('beta').locator('td.loaded').textContent(), 'yes');
+  await row('beta').locator('button.open').click();
+  await page.waitForSelector('body[data-ready="true"]', {timeout: 60000});
+  await Promise.all([page.waitForURL(base, {timeout: 30000}), page.click('[data-control="unload"]')]);
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 4);
+  assert.equal(await row('beta').locator('td.loaded').textContent(), 'no');
+  assert.deepEqual(errors, []);
+});
+
+test('hostile kernel and NVTX names are shown as text, never run', async () => {
+  await openJob(EVIL_JOB);
+  await page.click('.tab[data-view="timeline"]');
+  await page.waitForSelector('[data-testid="timeline-canvas"]');
+  await page.click('.tab[data-view="dashboard"]');
+  const text = await page.evaluate(() => document.body.innerText);
+  assert.ok(text.includes(EVIL_KERNEL), 'the hostile kernel name is not on the dashboard as text');
+  const injected = await page.evaluate(() => document.querySelectorAll('img, iframe, svg [onload], [onerror], [onmouseover]').length);
+  assert.equal(injected, 0, 'an element came from a name');
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(errors, []);
+});
+
+test('large job: zooming in fetches a finer timeline piece', async () => {
+  const pieces = [];
+  page.on('response', (r) => { if (r.url().includes('timeline.json?')) pieces.push({url: r.url(), status: r.status()}); });
+  await openJob('big');
+  await page.click('.tab[data-view="timeline"]');
+  await page.waitForSelector('[data-testid="timeline-canvas"]');
+  const stream = async () => (await page.evaluate(() => window.cutraceTimeline.tracks())).find((t) => t.kind === 'stream');
+  const overview = (await stream()).events;
+  assert.ok(overview < BIG_LAUNCHES, `the overview holds ${overview} items: expected aggregated buckets`);
+  const [v0, v1] = await page.evaluate(() => window.cutraceTimeline.view());
+  const c = (v0 + v1) / 2, w = (v1 - v0) / 200;
+  await page.evaluate(([a, b]) => window.cutraceTimeline.setView(a, b), [c - w, c + w]);
+  await page.waitForSelector('body[data-pieces="1"]', {timeout: 60000});
+  assert.equal(pieces.length, 1);
+  assert.equal(pieces[0].status, 200);
+  const q = new URL(pieces[0].url).searchParams;
+  assert.ok(Number(q.get('px')) > 0 && Number(q.get('t1')) > Number(q.get('t0')));
+  // The piece covers three view widths: its kernels are a small part of the job's, at full detail.
+  const inPiece = (await stream()).events;
+  assert.ok(inPiece > 0 && inPiece < BIG_LAUNCHES / 10, `${inPiece} kernels in the piece`);
+  const items = await page.evaluate(() => {
+    const t = window.cutraceTimeline.tracks().find((x) => x.kind === 'stream');
+    return window.cutraceTimeline.event(t.id, 0);
+  });
+  assert.equal(items.name, 'k_fault');
+  assert.deepEqual(errors, []);
+});
