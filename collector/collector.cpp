@@ -16,6 +16,7 @@
 #include "collector/process_info.h"
 #include "collector/ranges.h"
 #include "collector/samplers.h"
+#include "collector/stacks.h"
 #include "collector/writer.h"
 #include "shim/binding.h"
 #include "shim/config.h"
@@ -38,6 +39,7 @@ struct Drained {
   RawRecord r;
   ThreadState* owner;
   std::string name;  // annotation names copied by the owner (kRawNameSlot)
+  uint32_t stack = 0;  // interned call stack (kRawStackSlot), 0 = none
 };
 
 enum State : int { kIdle, kStarting, kRunning, kDisabled, kStopped };
@@ -63,6 +65,7 @@ class Collector {
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
   void handle_annotation(const Drained& d, int64_t ts);
+  void link_stack(const Drained& d, fmt::RecType op_type);
   void window_edge(fmt::WindowEdge edge, int64_t ts, const char* reason);
   void control(int64_t now);  // timed windows and `cutrace start|stop PID`
   void refill_pools();
@@ -79,6 +82,7 @@ class Collector {
   RangeTracker ranges_{w_};
   OpResolver ops_{w_, gpu_, ranges_};
   Names names_{w_};
+  StackInterner stacks_{w_};
   CpuSampler cpu_;
   GpuSampler gpus_;
   std::string path_;
@@ -168,6 +172,7 @@ bool Collector::start() {
                        : g_timing == GpuTiming::Cupti ? "cupti"
                                                       : "end";
   write_process_meta(w_, rank, timing);
+  w_.meta("backtrace", g_backtrace == Backtrace::None ? "none" : g_backtrace == Backtrace::All ? "all" : "sync");
   for (size_t i = 0; i < func_count(); ++i) w_.api_name(uint16_t(i), api_name(uint16_t(i)));
   write_devices(w_);
   fmt::ClockSyncRec cs{};
@@ -380,6 +385,7 @@ void Collector::control(int64_t now) {
 // ---- draining ---------------------------------------------------------------------------
 void Collector::drain() {
   batch_.clear();
+  stacks_.modules().new_cycle();
   ThreadState* prev = nullptr;
   for (ThreadState* s = registry_head(); s;) {
     ThreadState* next = s->next.load(std::memory_order_acquire);
@@ -391,6 +397,12 @@ void Collector::drain() {
         if (const NameSlot* n = names->peek()) {
           batch_.back().name.assign(n->text, n->len);
           names->pop();
+        }
+      }
+      if ((r->flags & kRawStackSlot) && s->stacks) {
+        if (const StackSlot* st = s->stacks->peek()) {
+          batch_.back().stack = stacks_.intern(st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); });
+          s->stacks->pop();
         }
       }
       ++s->pending_refs;
@@ -410,6 +422,7 @@ void Collector::drain() {
         while (p.free.pop(&e)) driver().cuEventDestroy(e);
       }
       delete s->names.load(std::memory_order_acquire);
+      delete s->stacks;
       delete s;
     } else {
       prev = s;
@@ -561,6 +574,13 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
   }
 }
 
+void Collector::link_stack(const Drained& d, fmt::RecType op_type) {
+  if (!d.stack) return;
+  fmt::OpStackRec o{};
+  o.corr = d.r.corr, o.stack = d.stack, o.op_type = uint16_t(op_type);
+  w_.add(o, fmt::RecType::OpStack);
+}
+
 void Collector::handle(const Drained& d) {
   const RawRecord& r = d.r;
   int64_t t0 = clock_.to_ns(r.t0), t1 = clock_.to_ns(r.t1);
@@ -572,6 +592,9 @@ void Collector::handle(const Drained& d) {
     case RawKind::Kernel:
     case RawKind::Memcpy:
     case RawKind::Memset:
+      link_stack(d, r.kind == RawKind::Kernel   ? fmt::RecType::Kernel
+                    : r.kind == RawKind::Memcpy ? fmt::RecType::Memcpy
+                                                : fmt::RecType::Memset);
       add_gpu_op(d, t0, t1, device, sid());
       return;  // the op holds the owner reference until it is written
     case RawKind::Sync:
@@ -584,6 +607,7 @@ void Collector::handle(const Drained& d) {
       s.device = device, s.api = r.api, s.result = r.result, s.corr = r.corr;
       s.kind = r.kind == RawKind::StreamWait ? uint8_t(fmt::SyncKind::StreamWait) : r.sub;
       if (r.kind == RawKind::StreamWait && r.result == CUDA_SUCCESS) ops_.stream_waits(s.stream, r.ev.event);
+      link_stack(d, fmt::RecType::Sync);
       w_.add(s, fmt::RecType::Sync);
       break;
     }
