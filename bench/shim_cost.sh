@@ -3,9 +3,14 @@
 # REPS interleaved runs of N calls.
 #  1. Per cuLaunchKernel: without the shim, with the shim outside a capture window, and recording
 #     with each GPU timing mode (call stacks off).
-#  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch and per
-#     cuStreamSynchronize (idle stream), called from main (a shallow stack: 4-5 frames) and from
-#     20 frames deeper (unwinding cost grows with depth; at most 32 frames are unwound).
+#  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch, called from
+#     main (a shallow stack: about 6 frames with the shim's own) and from 20 frames deeper (the
+#     unwind costs per frame; at most 32 frames are unwound). `sync` unwinds no launch: its row
+#     shows that launches pay nothing for it. `all` unwinds every launch: its added cost is the
+#     cost of one captured stack, which is what each synchronisation and blocking copy pays in
+#     `sync` mode (same code path; the fake driver's cuStreamSynchronize sleeps in
+#     clock_nanosleep, too noisy to measure a few microseconds on). A sync pays it before it
+#     starts waiting, while the GPU is still busy.
 #   bash bench/shim_cost.sh [REPS] [N]        (after `make all build/test/e2e/launch_loop`)
 set -u
 REPS=${1:-5}; N=${2:-200000}; B=${BUILD:-build}
@@ -20,7 +25,7 @@ for r in $(seq "$REPS"); do
   run base launch 0
   run off launch 0 "${SHIM[@]}" CUTRACE_CAPTURE_RANGE=manual CUTRACE_BACKTRACE=none
   for t in none end exact; do run "$t" launch 0 "${SHIM[@]}" CUTRACE_GPU_TIMING=$t CUTRACE_BACKTRACE=none; done
-  for kind in launch sync; do
+  for kind in launch; do
     for depth in 0 20; do
       run "bt_base_${kind}_$depth" "$kind" "$depth"
       for bt in none sync all; do
@@ -39,8 +44,8 @@ labels = {"base": "no shim", "off": "shim, outside a capture window", "none": "r
 for k, label in labels.items():
     print(f"{label:36} {med[k]:10.1f} {med[k] - med['base']:+9.1f}")
 print()
-print("call stacks, default GPU timing: ns per call (added to the same call without the shim)")
-cols = [("launch", 0), ("launch", 20), ("sync", 0), ("sync", 20)]
+print("call stacks, default GPU timing: ns per launch (added to the same launch without the shim)")
+cols = [("launch", 0), ("launch", 20)]
 print(f"{'--backtrace':14}" + "".join(f"{f'{k} +{d} frames':>24}" for k, d in cols))
 for bt in ("base", "none", "sync", "all"):
     cells = []

@@ -90,6 +90,7 @@ class Collector {
   std::vector<Drained> batch_;
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
+  uint64_t stacks_lost_ = 0;  // call stacks not recorded: a thread's stack ring was full
   int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
 
   std::mutex mu_;
@@ -317,6 +318,10 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   ops_.abandon(nullptr);
   ranges_.finish();
   if (window_open_) window_edge(fmt::WindowEdge::End, mono_ns(), flags & fmt::kEndSignal ? "signal" : "exit");
+  if (stacks_lost_) {
+    w_.meta("stacks_lost", std::to_string(stacks_lost_));
+    log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
+  }
   if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
     log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
   else
@@ -416,6 +421,9 @@ void Collector::drain() {
       dropped_total_ += dr.count;
       s->dropped_reported = dropped;
     }
+    uint64_t lost = s->stacks_lost.load(std::memory_order_relaxed);
+    stacks_lost_ += lost - s->stacks_lost_reported;
+    s->stacks_lost_reported = lost;
     if (retired && s->pending_refs == 0 && registry_unlink(prev, s)) {
       for (EventPool& p : s->pools) {
         CUevent e;

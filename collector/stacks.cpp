@@ -132,8 +132,8 @@ uint32_t ModuleMap::resolve(uint64_t pc, uint64_t* offset) {
 
 uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
   if (n == 0) return 0;
-  std::string raw(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));
-  auto hit = by_pcs_.find(raw);
+  key_.assign(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));  // reuses its buffer
+  auto hit = by_pcs_.find(key_);
   if (hit != by_pcs_.end()) return hit->second;
   fmt::StackFrame frames[fmt::kMaxStackFrames];
   for (uint32_t i = 0; i < n; ++i) {
@@ -153,7 +153,7 @@ uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
     w_.append_var(&s, sizeof s, frames, n * sizeof(fmt::StackFrame));
   }
   // Raw PCs are only valid while the same objects stay loaded at the same addresses.
-  by_pcs_[raw] = it->second;
+  by_pcs_.emplace(key_, it->second);
   return it->second;
 }
 

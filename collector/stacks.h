@@ -71,6 +71,7 @@ class StackInterner {
   TraceWriter& w_;
   std::unordered_map<std::string, uint32_t> by_pcs_;     // raw PCs (bytes) -> id
   std::unordered_map<std::string, uint32_t> by_frames_;  // resolved frames (bytes) -> id
+  std::string key_;  // lookup key, kept to avoid an allocation per call
 };
 
 }  // namespace cutrace

@@ -42,6 +42,7 @@ struct ThreadState {
   uint64_t seq = 0;  // correlation counter, owner only
   // Collector-private bookkeeping.
   uint64_t dropped_reported = 0;
+  uint64_t stacks_lost_reported = 0;
   uint32_t pending_refs = 0;
 
   uint64_t next_corr() { return (uint64_t(index) << 40) | ++seq; }
