@@ -3,7 +3,8 @@
 # REPS interleaved runs of N calls.
 #  1. Per cuLaunchKernel: without the shim, with the shim outside a capture window, and recording
 #     with each GPU timing mode (call stacks off).
-#  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch, called from
+#  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch, in the
+#     launching thread's CPU time (LOOP_CLOCK=cpu: robust on a loaded machine), called from
 #     main (a shallow stack: about 6 frames with the shim's own) and from 20 frames deeper (the
 #     unwind costs per frame; at most 32 frames are unwound). `sync` unwinds no launch: its row
 #     shows that launches pay nothing for it. `all` unwinds every launch: its added cost is the
@@ -27,9 +28,9 @@ for r in $(seq "$REPS"); do
   for t in none end exact; do run "$t" launch 0 "${SHIM[@]}" CUTRACE_GPU_TIMING=$t CUTRACE_BACKTRACE=none; done
   for kind in launch; do
     for depth in 0 20; do
-      run "bt_base_${kind}_$depth" "$kind" "$depth"
+      run "bt_base_${kind}_$depth" "$kind" "$depth" LOOP_CLOCK=cpu
       for bt in none sync all; do
-        run "bt_${bt}_${kind}_$depth" "$kind" "$depth" "${SHIM[@]}" CUTRACE_BACKTRACE=$bt
+        run "bt_${bt}_${kind}_$depth" "$kind" "$depth" LOOP_CLOCK=cpu "${SHIM[@]}" CUTRACE_BACKTRACE=$bt
       done
     done
   done
@@ -44,7 +45,7 @@ labels = {"base": "no shim", "off": "shim, outside a capture window", "none": "r
 for k, label in labels.items():
     print(f"{label:36} {med[k]:10.1f} {med[k] - med['base']:+9.1f}")
 print()
-print("call stacks, default GPU timing: ns per launch (added to the same launch without the shim)")
+print("call stacks, default GPU timing: thread CPU ns per launch (added to the same launch without the shim)")
 cols = [("launch", 0), ("launch", 20)]
 print(f"{'--backtrace':14}" + "".join(f"{f'{k} +{d} frames':>24}" for k, d in cols))
 for bt in ("base", "none", "sync", "all"):
