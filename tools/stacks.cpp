@@ -136,7 +136,7 @@ bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std
       if (GELF_ST_TYPE(s.st_info) != STT_FUNC || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
       const char* name = elf_strptr(e, sh.sh_link, s.st_name);
       if (!name || !*name) continue;
-      syms->push_back({s.st_value, s.st_size, demangle(name)});
+      syms->push_back({s.st_value, s.st_size, name});  // demangled when a frame uses it
     }
   }
   elf_end(e);
@@ -187,7 +187,8 @@ SymFrame Symbolizer::frame(const StackTable& t, const fmt::StackFrame& f) {
   if (!m) return out;
   out.module = m->path;
   // A return address points after the call: look up the call instruction's byte.
-  if (const ElfSymbol* s = find_symbol(load(*m).v, f.offset ? f.offset - 1 : 0)) out.function = s->name;
+  const ElfSymbol* s = find_symbol(load(*m).v, f.offset ? f.offset - 1 : 0);
+  if (s) out.function = demangle(s->name.c_str());
   return out;
 }
 

@@ -50,7 +50,7 @@ std::string frame_text(const SymFrame& f);
 struct ElfSymbol {
   uint64_t addr = 0;
   uint64_t size = 0;
-  std::string name;  // demangled
+  std::string name;  // as in the symbol table (mangled); Symbolizer demangles the ones it uses
 };
 
 // The function symbols of an ELF file (both tables, sorted by address, duplicates removed) and
