@@ -1052,31 +1052,6 @@ Json SummaryModel::to_json() const {
   if (syncs_[0].count) syncs[sync_kind_name(0)] = sync_json(syncs_[0]);
   j["syncs"] = syncs;
 
-  Json sites = Json::array();
-  std::vector<SyncSite> all_sites = sync_sites();
-  CpuTimeStat attributed;
-  for (const SyncSite& site : all_sites) attributed.merge(site.time);
-  for (size_t i = 0; i < all_sites.size() && i < kSyncSites; ++i) {
-    const SyncSite& site = all_sites[i];
-    Json frames = Json::array();
-    for (const SymFrame& f : site.frames)
-      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
-    Json apis = Json::object();
-    for (const auto& [name, n] : site.apis) apis[name] = n;
-    sites.push_back({{"site", sync_site_label(site)},
-                     {"count", site.time.count},
-                     {"total_ns", site.time.total_ns},
-                     {"mean_ns", site.time.mean_ns()},
-                     {"max_ns", site.time.max_ns},
-                     {"apis", apis},
-                     {"frames", frames}});
-  }
-  j["sync_call_sites"] = {{"sites", sites},
-                          {"distinct", all_sites.size()},
-                          {"with_stack", {{"count", attributed.count}, {"total_ns", attributed.total_ns}}},
-                          {"without_stack", {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
-                          {"symbol_problems", symbol_problems()}};
-
   j["ranges"] = Json::array();
   for (const RangeSummary& g : ranges()) {
     const RangeStat& s = g.stat;
@@ -1184,6 +1159,32 @@ Json SummaryModel::to_json() const {
   j["records"] = records_;
   j["skipped_files"] = skipped_;
   j["notes"] = notes_;
+
+  // Added after the keys above (their positions stay).
+  Json sites = Json::array();
+  std::vector<SyncSite> all_sites = sync_sites();
+  CpuTimeStat attributed;
+  for (const SyncSite& site : all_sites) attributed.merge(site.time);
+  for (size_t i = 0; i < all_sites.size() && i < kSyncSites; ++i) {
+    const SyncSite& site = all_sites[i];
+    Json frames = Json::array();
+    for (const SymFrame& f : site.frames)
+      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    Json apis = Json::object();
+    for (const auto& [name, n] : site.apis) apis[name] = n;
+    sites.push_back({{"site", sync_site_label(site)},
+                     {"count", site.time.count},
+                     {"total_ns", site.time.total_ns},
+                     {"mean_ns", site.time.mean_ns()},
+                     {"max_ns", site.time.max_ns},
+                     {"apis", apis},
+                     {"frames", frames}});
+  }
+  j["sync_call_sites"] = {{"sites", sites},
+                          {"distinct", all_sites.size()},
+                          {"with_stack", {{"count", attributed.count}, {"total_ns", attributed.total_ns}}},
+                          {"without_stack", {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
+                          {"symbol_problems", symbol_problems()}};
   return j;
 }
 
