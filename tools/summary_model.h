@@ -196,8 +196,9 @@ struct SyncSite {
   std::map<std::string, uint64_t> apis;  // CUDA call -> count
 };
 
-// The call site's name: the innermost frame with a known function outside the CUDA runtime and
-// driver libraries (libcudart*, libcuda.so*); else the innermost frame's text.
+// The call site's name: the text ("function (module+0xoffset)") of the innermost frame with a
+// known function outside the CUDA runtime and driver libraries (libcudart*, libcuda.so*); else
+// the innermost frame's text.
 std::string sync_site_label(const SyncSite& s);
 
 struct ApiStat {

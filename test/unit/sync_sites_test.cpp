@@ -158,14 +158,14 @@ TEST_CASE("sync call sites: blocked time per symbolised stack, merged across fil
   REQUIRE(sites.size() == 2);
   const SyncSite& one = sites[0];
   const SyncSite& two = sites[1];
-  CHECK(sync_site_label(one) == "sync_sites_test_ns::site_one(int)");
+  CHECK(sync_site_label(one).rfind("sync_sites_test_ns::site_one(int) (", 0) == 0);
   CHECK(one.time.count == 3);
   CHECK(one.time.total_ns == 600);
   CHECK(one.time.max_ns == 300);
   CHECK(one.apis == std::map<std::string, uint64_t>{{"cuStreamSynchronize", 3}});
   REQUIRE(one.frames.size() == 2);
   CHECK(one.frames[1].function == "sync_sites_test_ns::site_two(int)");
-  CHECK(sync_site_label(two) == "sync_sites_test_ns::site_two(int)");
+  CHECK(sync_site_label(two).rfind("sync_sites_test_ns::site_two(int) (", 0) == 0);
   CHECK(two.time.count == 2);
   CHECK(two.time.total_ns == 90);
   CHECK(two.apis == std::map<std::string, uint64_t>{{"cuCtxSynchronize", 1}, {"cuMemcpyDtoH", 1}});
@@ -177,7 +177,7 @@ TEST_CASE("sync call sites: blocked time per symbolised stack, merged across fil
   CHECK(j["with_stack"]["count"] == 5);
   CHECK(j["without_stack"]["total_ns"] == 70);
   REQUIRE(j["sites"].size() == 2);
-  CHECK(j["sites"][0]["site"] == "sync_sites_test_ns::site_one(int)");
+  CHECK(j["sites"][0]["site"] == sync_site_label(one));
   CHECK(j["sites"][0]["mean_ns"] == 200);
   CHECK(j["sites"][0]["frames"][0]["function"] == "sync_sites_test_ns::site_one(int)");
   CHECK(j["sites"][0]["frames"][0]["offset"].get<uint64_t>() > 0);
