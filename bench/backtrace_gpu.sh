@@ -38,5 +38,6 @@ $CT summary "$TMP/trace.sync" | sed -n '/^Sync call sites/,/^$/p' | head -40
 $CT summary --json "$TMP/trace.all" | python3 -c '
 import json, sys
 j = json.load(sys.stdin)["sync_call_sites"]
-print("--backtrace all: distinct sync stacks", j["distinct"], "with stack", j["with_stack"], "without", j["without_stack"])'
+print("--backtrace all: distinct sync stacks", j["distinct"], "with stack", j["with_stack"],
+      "without", j["without_stack"])'
 rm -rf "$TMP"

@@ -407,8 +407,8 @@ void print_sync_sites(const SummaryModel& m) {
     std::string apis;
     for (const auto& [name, n] : s.apis) apis += fmt::format("{}{} x{}", apis.empty() ? "" : ", ", name, n);
     std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1, cutrace::sync_site_label(s).c_str(),
-                human_count(s.time.count).c_str(), human_ns(s.time.total_ns).c_str(), human_ns(s.time.mean_ns()).c_str(),
-                human_ns(s.time.max_ns).c_str(), apis.c_str());
+                human_count(s.time.count).c_str(), human_ns(s.time.total_ns).c_str(),
+                human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(), apis.c_str());
     for (size_t k = 0; k < s.frames.size() && k < kFrames; ++k)
       std::printf("      %s\n", cutrace::frame_text(s.frames[k]).c_str());
     if (s.frames.size() > kFrames) std::printf("      ... %zu more frames\n", s.frames.size() - kFrames);

@@ -1183,7 +1183,8 @@ Json SummaryModel::to_json() const {
   j["sync_call_sites"] = {{"sites", sites},
                           {"distinct", all_sites.size()},
                           {"with_stack", {{"count", attributed.count}, {"total_ns", attributed.total_ns}}},
-                          {"without_stack", {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
+                          {"without_stack",
+                           {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
                           {"symbol_problems", symbol_problems()}};
   return j;
 }
