@@ -9,6 +9,8 @@ WARN      := -Wall -Wextra -Wno-unused-parameter
 COMMON    := -std=c++17 -fPIC $(WARN) -I. -I$(CUDA_HOME)/include -MMD -MP
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
+# The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
+ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
 FORMAT_SRC := collector/writer.cpp collector/reader.cpp
 SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
@@ -74,7 +76,7 @@ $(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 # libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
 $(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lcpp-httplib -lpthread -ldl -lm
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
@@ -83,7 +85,7 @@ $(FAKE_SO): $(call obj,$(FAKE_SRC))
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a -lpthread -ldl -lm
+	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lpthread -ldl -lm
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)

@@ -16,6 +16,7 @@
 #include "collector/process_info.h"
 #include "collector/ranges.h"
 #include "collector/samplers.h"
+#include "collector/stacks.h"
 #include "collector/writer.h"
 #include "shim/binding.h"
 #include "shim/config.h"
@@ -38,6 +39,7 @@ struct Drained {
   RawRecord r;
   ThreadState* owner;
   std::string name;  // annotation names copied by the owner (kRawNameSlot)
+  uint32_t stack = 0;  // interned call stack (kRawStackSlot), 0 = none
 };
 
 enum State : int { kIdle, kStarting, kRunning, kDisabled, kStopped };
@@ -63,6 +65,7 @@ class Collector {
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
   void handle_annotation(const Drained& d, int64_t ts);
+  void link_stack(const Drained& d, fmt::RecType op_type);
   void window_edge(fmt::WindowEdge edge, int64_t ts, const char* reason);
   void control(int64_t now);  // timed windows and `cutrace start|stop PID`
   void refill_pools();
@@ -79,6 +82,7 @@ class Collector {
   RangeTracker ranges_{w_};
   OpResolver ops_{w_, gpu_, ranges_};
   Names names_{w_};
+  StackInterner stacks_{w_};
   CpuSampler cpu_;
   GpuSampler gpus_;
   std::string path_;
@@ -86,6 +90,7 @@ class Collector {
   std::vector<Drained> batch_;
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
+  uint64_t stacks_lost_ = 0;  // call stacks not recorded: a thread's stack ring was full
   int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
 
   std::mutex mu_;
@@ -169,6 +174,7 @@ bool Collector::start() {
                        : g_timing == GpuTiming::Cupti ? "cupti"
                                                       : "end";
   write_process_meta(w_, rank, timing);
+  w_.meta("backtrace", g_backtrace == Backtrace::None ? "none" : g_backtrace == Backtrace::All ? "all" : "sync");
   for (size_t i = 0; i < func_count(); ++i) w_.api_name(uint16_t(i), api_name(uint16_t(i)));
   write_devices(w_);
   fmt::ClockSyncRec cs{};
@@ -317,6 +323,10 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   struct timespec cpu {};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)  // what profiling cost this process's CPUs
     w_.meta("collector_cpu_ns", std::to_string(int64_t(cpu.tv_sec) * 1000000000 + cpu.tv_nsec).c_str());
+  if (stacks_lost_) {
+    w_.meta("stacks_lost", std::to_string(stacks_lost_));
+    log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
+  }
   if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
     log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
   else
@@ -387,6 +397,7 @@ void Collector::control(int64_t now) {
 // ---- draining ---------------------------------------------------------------------------
 void Collector::drain() {
   batch_.clear();
+  stacks_.modules().new_cycle();
   ThreadState* prev = nullptr;
   for (ThreadState* s = registry_head(); s;) {
     ThreadState* next = s->next.load(std::memory_order_acquire);
@@ -400,6 +411,12 @@ void Collector::drain() {
           names->pop();
         }
       }
+      if ((r->flags & kRawStackSlot) && s->stacks) {
+        if (const StackSlot* st = s->stacks->peek()) {
+          batch_.back().stack = stacks_.intern(st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); });
+          s->stacks->pop();
+        }
+      }
       ++s->pending_refs;
       s->ring.pop();
     }
@@ -411,12 +428,16 @@ void Collector::drain() {
       dropped_total_ += dr.count;
       s->dropped_reported = dropped;
     }
+    uint64_t lost = s->stacks_lost.load(std::memory_order_relaxed);
+    stacks_lost_ += lost - s->stacks_lost_reported;
+    s->stacks_lost_reported = lost;
     if (retired && s->pending_refs == 0 && registry_unlink(prev, s)) {
       for (EventPool& p : s->pools) {
         CUevent e;
         while (p.free.pop(&e)) driver().cuEventDestroy(e);
       }
       delete s->names.load(std::memory_order_acquire);
+      delete s->stacks;
       delete s;
     } else {
       prev = s;
@@ -568,6 +589,13 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
   }
 }
 
+void Collector::link_stack(const Drained& d, fmt::RecType op_type) {
+  if (!d.stack) return;
+  fmt::OpStackRec o{};
+  o.corr = d.r.corr, o.stack = d.stack, o.op_type = uint16_t(op_type);
+  w_.add(o, fmt::RecType::OpStack);
+}
+
 void Collector::handle(const Drained& d) {
   const RawRecord& r = d.r;
   int64_t t0 = clock_.to_ns(r.t0), t1 = clock_.to_ns(r.t1);
@@ -579,6 +607,9 @@ void Collector::handle(const Drained& d) {
     case RawKind::Kernel:
     case RawKind::Memcpy:
     case RawKind::Memset:
+      link_stack(d, r.kind == RawKind::Kernel   ? fmt::RecType::Kernel
+                    : r.kind == RawKind::Memcpy ? fmt::RecType::Memcpy
+                                                : fmt::RecType::Memset);
       add_gpu_op(d, t0, t1, device, sid());
       return;  // the op holds the owner reference until it is written
     case RawKind::Sync:
@@ -591,6 +622,7 @@ void Collector::handle(const Drained& d) {
       s.device = device, s.api = r.api, s.result = r.result, s.corr = r.corr;
       s.kind = r.kind == RawKind::StreamWait ? uint8_t(fmt::SyncKind::StreamWait) : r.sub;
       if (r.kind == RawKind::StreamWait && r.result == CUDA_SUCCESS) ops_.stream_waits(s.stream, r.ev.event);
+      link_stack(d, fmt::RecType::Sync);
       w_.add(s, fmt::RecType::Sync);
       break;
     }

@@ -19,7 +19,8 @@ namespace cutrace::fmt {
 
 inline constexpr char kFileMagic[8] = {'C', 'U', 'T', 'R', 'A', 'C', 'E', '\0'};
 inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major
-inline constexpr uint16_t kVersionMinor = 1;  // 1.1: Range and Mark records  // readers accept any minor (unknown records skipped)
+inline constexpr uint16_t kVersionMinor = 2;  // 1.1: Range, Mark; 1.2: Module, Stack, OpStack
+                                              // readers accept any minor (unknown records skipped)
 inline constexpr uint32_t kBlockMagic = 0x4B4C4243;  // bytes "CBLK"
 inline constexpr uint32_t kMaxBlockRaw = 1u << 20;   // writers never exceed 1 MiB raw per block
 inline constexpr uint32_t kBlockTargetRaw = 256u << 10;  // TraceWriter flushes before exceeding this
@@ -65,6 +66,10 @@ enum class RecType : uint16_t {
   Dropped = 31,
   Window = 32,
   End = 33,
+  // 34-39: reserved (compact operation records)
+  Module = 40,    // a loaded ELF object that backtrace frames point into
+  Stack = 41,     // an interned call stack: frames as (module, offset)
+  OpStack = 42,   // links an operation (by corr) to the call stack that issued it
 };
 
 struct RecHeader {
@@ -358,6 +363,46 @@ enum EndFlags : uint32_t {
   kEndSignal = 1 << 1,     // flushed from a fatal-signal handler
   kEndWriteError = 1 << 2, // a write failed earlier: blocks are missing
 };
+
+// Call stacks (CUTRACE_BACKTRACE). Module and Stack records are interned: each is written once,
+// before the first record that uses its id. Frames are return addresses (the caller's PC after
+// the call instruction), innermost first, the shim's own frames removed.
+struct ModuleRec {
+  RecHeader h;
+  uint32_t module;       // id used by StackFrame (1, 2, ...; 0 = no module: offset is the raw PC)
+  uint32_t path_id;      // string: file path as the loader saw it ("[vdso]" when it has no file)
+  uint64_t base;         // load bias: offset = PC - base is the address in the ELF file
+  uint64_t size;         // bytes from the lowest to the highest address of its PT_LOAD segments
+  uint32_t build_id_id;  // string: GNU build-id in lowercase hex, 0 = none
+  uint32_t pad;
+};
+static_assert(sizeof(ModuleRec) == 36);
+
+struct StackFrame {
+  uint32_t module;  // ModuleRec id, 0 = unknown (then offset is the raw PC)
+  uint64_t offset;  // return address - module base
+};
+static_assert(sizeof(StackFrame) == 12);
+
+// Followed by `depth` StackFrame values.
+struct StackRec {
+  RecHeader h;
+  uint32_t stack;  // id (1, 2, ...)
+  uint16_t depth;  // frames that follow (at most kMaxStackFrames)
+  uint16_t pad;
+};
+static_assert(sizeof(StackRec) == 12);
+inline constexpr uint16_t kMaxStackFrames = 24;
+
+struct OpStackRec {
+  RecHeader h;
+  uint64_t corr;     // the operation's correlation id (Kernel/Memcpy/Memset/Sync corr)
+  uint32_t stack;    // StackRec id
+  uint16_t op_type;  // RecType of the operation record (it may come later: GPU ops are written
+                     // when their GPU times are known)
+  uint16_t pad;
+};
+static_assert(sizeof(OpStackRec) == 20);
 
 #pragma pack(pop)
 

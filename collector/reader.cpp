@@ -372,6 +372,8 @@ constexpr TypeName kTypeNames[] = {
     {fmt::RecType::ClockSync, "ClockSync"}, {fmt::RecType::Dropped, "Dropped"},
     {fmt::RecType::Window, "Window"},       {fmt::RecType::End, "End"},
     {fmt::RecType::Range, "Range"},         {fmt::RecType::Mark, "Mark"},
+    {fmt::RecType::Module, "Module"},       {fmt::RecType::Stack, "Stack"},
+    {fmt::RecType::OpStack, "OpStack"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

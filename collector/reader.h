@@ -198,6 +198,9 @@ struct MinSizes {
     set_min<fmt::DroppedRec>(v, T::Dropped);
     set_min<fmt::WindowRec>(v, T::Window);
     set_min<fmt::EndRec>(v, T::End);
+    set_min<fmt::ModuleRec>(v, T::Module);
+    set_min<fmt::StackRec>(v, T::Stack);
+    set_min<fmt::OpStackRec>(v, T::OpStack);
   }
 };
 inline constexpr MinSizes kMinSizes;

@@ -35,6 +35,12 @@ void load_config() {
       c.timing_auto = true;
     }
   }
+  if (const char* v = env("CUTRACE_BACKTRACE")) {
+    if (!strcmp(v, "none")) c.backtrace = Backtrace::None;
+    else if (!strcmp(v, "sync")) c.backtrace = Backtrace::Sync;
+    else if (!strcmp(v, "all")) c.backtrace = Backtrace::All;
+    else log_warn("CUTRACE_BACKTRACE=%s not understood (none|sync|all); using sync", v);
+  }
   if (const char* v = env("CUTRACE_SAMPLE_HZ")) c.sample_hz = atoi(v) < 0 ? 0 : atoi(v);
   if (c.sample_hz > 1000) c.sample_hz = 1000;
   c.verbose = env("CUTRACE_VERBOSE") != nullptr;

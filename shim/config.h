@@ -1,6 +1,7 @@
 // Settings read once from the environment when the shim loads (cutrace record sets them).
 #pragma once
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 namespace cutrace {
@@ -15,12 +16,20 @@ enum class CaptureRange {
   Manual,           // only cutrace_capture_start/stop and `cutrace start|stop PID`
 };
 
+// Which intercepted calls record their native call stack (CUTRACE_BACKTRACE).
+enum class Backtrace : uint8_t {
+  None,  // none
+  Sync,  // synchronisations (context, stream, event) and blocking copies/memsets (default)
+  All,   // those, and every launch, asynchronous copy and memset
+};
+
 struct Config {
   std::string out_dir;         // CUTRACE_OUTPUT (default ./cutrace-trace)
   // CUTRACE_GPU_TIMING=auto|cupti|end|exact|none. auto (default): CUPTI where libcupti loads and
   // subscribes, else end events; the trace's `gpu_timing` meta says which was used.
   GpuTiming timing = GpuTiming::Cupti;
   bool timing_auto = true;
+  Backtrace backtrace = Backtrace::Sync;  // CUTRACE_BACKTRACE=none|sync|all
   int sample_hz = 10;          // CUTRACE_SAMPLE_HZ (0 disables the samplers)
   bool verbose = false;        // CUTRACE_VERBOSE=1
   bool enabled = true;         // CUTRACE_DISABLE=1 turns the shim into a pass-through

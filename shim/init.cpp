@@ -2,6 +2,7 @@
 // touches CUDA, creates threads or files: a process that never uses CUDA stays untouched.
 #include <pthread.h>
 #include "collector/collector.h"
+#include "shim/backtrace.h"
 #include "shim/config.h"
 #include "shim/op.h"
 
@@ -16,6 +17,7 @@ void after_fork_child() { collector_after_fork_child(); }
 __attribute__((constructor)) void cutrace_init() {
   load_config();
   g_timing = config().timing;
+  backtrace_init();
   choose_tick_source();
   pthread_atfork(nullptr, nullptr, after_fork_child);
 }

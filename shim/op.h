@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include "collector/format.h"
 #include "collector/cupti_source.h"
+#include "shim/backtrace.h"
 #include "shim/binding.h"
 #include "shim/config.h"
 #include "shim/driver.h"
@@ -17,7 +18,8 @@ extern GpuTiming g_timing;  // copy of config().timing, read on the hot path
 class Op {
  public:
   // False when this call is not recorded: capture off, re-entry, or ring full (counted).
-  bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0) {
+  // `stack`: record the caller's native call stack too (shim/backtrace.h).
+  bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0, bool stack = false) {
     if (!capture_on() || t_in_shim) return false;
     ts_ = thread_state();
     if (!ts_) return false;
@@ -37,6 +39,7 @@ class Op {
     const Driver& d = driver();
     rec_->ctx = nullptr;
     if (d.ok) d.cuCtxGetCurrent(&rec_->ctx);
+    if (stack) take_stack();  // before t0: the unwind is not charged to the call
     rec_->t0 = ticks();
     return true;
   }
@@ -77,6 +80,18 @@ class Op {
   }
 
  private:
+  void take_stack() {
+    StackRing* ring = ts_->stacks;
+    if (!ring) return;
+    StackSlot* slot = ring->reserve();
+    if (!slot) {
+      ts_->stacks_lost.store(ts_->stacks_lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return;
+    }
+    capture_stack(slot);
+    ring->commit();  // published before the record (whose commit the collector acquires first)
+    rec_->flags |= kRawStackSlot;
+  }
   CUevent record_event() {
     CUevent e = ts_->take_event(rec_->ctx);
     if (e && driver().cuEventRecord(e, ev_stream_) != CUDA_SUCCESS) {
@@ -98,24 +113,32 @@ class Op {
   bool cupti_ = false;
 };
 
+// Call stacks of GPU operations: blocking copies/memsets by default, every one with `all`.
+inline bool gpu_op_wants_stack(uint16_t flags) {
+  Backtrace m = g_backtrace;
+  return m == Backtrace::All || (m == Backtrace::Sync && (flags & kRawBlocking));
+}
+
 // Wrapper of an operation that enqueues GPU work: `call(real)` makes the real call.
 template <class PFN, class Fill, class Call>
 inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16_t flags, Fill&& fill,
                               Call&& call) {
   PFN real = b.fn<PFN>();
   Op op;
-  if (!op.begin(b, kind, s, flags)) return call(real);
+  if (!op.begin(b, kind, s, flags, gpu_op_wants_stack(flags))) return call(real);
   fill(op.rec());
   op.gpu_begin();
   return op.gpu_end(call(real));
 }
 
 // Wrapper of a host-side call (sync, memory, event record): CPU times and result only.
+// `stack`: record the call stack (synchronisations).
 template <class PFN, class Fill, class Call>
-inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call) {
+inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call,
+                            bool stack = false) {
   PFN real = b.fn<PFN>();
   Op op;
-  if (!op.begin(b, kind, s)) return call(real);
+  if (!op.begin(b, kind, s, 0, stack)) return call(real);
   CUresult r = call(real);
   fill(op.rec(), r);
   return op.end(r);

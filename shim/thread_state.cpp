@@ -48,6 +48,7 @@ ThreadState* thread_state_slow() {
   auto* s = new ThreadState();
   s->tid = uint32_t(syscall(SYS_gettid));
   s->index = g_next_index.fetch_add(1, std::memory_order_relaxed);
+  if (g_backtrace != Backtrace::None) s->stacks = new StackRing();
   ThreadState* head = g_head.load(std::memory_order_relaxed);
   do {
     s->next.store(head, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include "shim/backtrace.h"
 #include "shim/raw.h"
 #include "shim/spsc.h"
 
@@ -29,9 +30,11 @@ inline constexpr size_t kNameSlots = 1024;
 struct ThreadState {
   SpscRing<RawRecord, kRingSlots> ring;  // owner -> collector
   std::atomic<SpscRing<NameSlot, kNameSlots>*> names{nullptr};  // allocated on first annotation
+  StackRing* stacks = nullptr;  // call stacks, owner -> collector (CUTRACE_BACKTRACE != none)
   EventPool pools[kMaxPoolsPerThread];
   std::atomic<uint64_t> dropped{0};        // records lost because the ring was full
   std::atomic<uint64_t> inline_events{0};  // events the owner had to create (pool empty)
+  std::atomic<uint64_t> stacks_lost{0};    // call stacks not kept because the stack ring was full
   std::atomic<bool> retired{false};        // owner thread exited
   std::atomic<ThreadState*> next{nullptr};
   uint32_t tid = 0;
@@ -39,6 +42,7 @@ struct ThreadState {
   uint64_t seq = 0;  // correlation counter, owner only
   // Collector-private bookkeeping.
   uint64_t dropped_reported = 0;
+  uint64_t stacks_lost_reported = 0;
   uint32_t pending_refs = 0;
 
   uint64_t next_corr() { return (uint64_t(index) << 40) | ++seq; }

@@ -6,15 +6,18 @@ namespace {
 
 using fmt::SyncKind;
 
+// Blocking synchronisations record their call stack (CUTRACE_BACKTRACE sync or all); queries
+// return at once and do not.
 template <class PFN, class Call>
 CUresult sync(const Binding& b, SyncKind kind, CUstream s, CUevent e, Call&& call) {
+  bool blocks = kind == SyncKind::Context || kind == SyncKind::Stream || kind == SyncKind::Event;
   return traced_call<PFN>(
       b, RawKind::Sync, s,
       [&](RawRecord& r, CUresult) {
         r.sub = uint8_t(kind);
         r.ev.event = e;
       },
-      call);
+      call, blocks && g_backtrace != Backtrace::None);
 }
 
 using PFN_ctx_sync = CUresult (*)();

@@ -16,6 +16,7 @@
 #include "collector/reader.h"
 #include "tools/commands.h"
 #include "tools/format_util.h"
+#include "tools/stacks.h"
 
 namespace {
 
@@ -113,6 +114,8 @@ class RecordPrinter {
   explicit RecordPrinter(const TraceReader& r) : r_(r) {}
 
   std::string fields(const Record& rec) const;
+  // Every record goes through here, printed or not: stacks refer to earlier Module/Stack records.
+  void observe(const Record& rec) { stacks_.absorb(rec, r_); }
   static int64_t timestamp(const Record& rec);  // 0 when the record has none
 
  private:
@@ -128,9 +131,38 @@ class RecordPrinter {
   std::string metadata(const Record& rec) const;
   std::string operation(const Record& rec) const;
   std::string sample(const Record& rec) const;
+  std::string stack(const Record& rec) const;  // Module, Stack, OpStack (symbolised frames)
 
   const TraceReader& r_;
+  mutable cutrace::StackTable stacks_;
+  mutable cutrace::Symbolizer symbolizer_;
 };
+
+std::string RecordPrinter::stack(const Record& rec) const {
+  switch (rec.type()) {
+    case tf::RecType::Module: {
+      const auto& m = rec.as<tf::ModuleRec>();
+      return format_copies("module={} path={} base={:#x} size={} build_id={}", m.module, s(m.path_id), m.base,
+                           m.size, m.build_id_id ? s(m.build_id_id) : std::string("0"));
+    }
+    case tf::RecType::Stack: {
+      const auto& st = rec.as<tf::StackRec>();
+      std::string out = format_copies("stack={} depth={}", st.stack, st.depth);
+      size_t i = 0;
+      for (const cutrace::SymFrame& f : symbolizer_.stack(stacks_, st.stack))
+        out += format_copies(" [{}] {}", i++, cutrace::frame_text(f));
+      return out;
+    }
+    case tf::RecType::OpStack: {
+      const auto& o = rec.as<tf::OpStackRec>();
+      std::vector<cutrace::SymFrame> frames = symbolizer_.stack(stacks_, o.stack);
+      return format_copies("corr={} stack={} op={} innermost={}", o.corr, o.stack, type_name(o.op_type),
+                           frames.empty() ? std::string("?") : quote(cutrace::frame_text(frames.front())));
+    }
+    default:
+      return {};
+  }
+}
 
 std::string RecordPrinter::op(const tf::OpCommon& o) const {
   return format_copies(
@@ -290,6 +322,7 @@ std::string RecordPrinter::sample(const Record& rec) const {
 
 std::string RecordPrinter::fields(const Record& rec) const {
   uint16_t t = rec.type_raw();
+  if (t >= uint16_t(tf::RecType::Module) && t <= uint16_t(tf::RecType::OpStack)) return stack(rec);
   std::string out = t < uint16_t(tf::RecType::Kernel)      ? metadata(rec)
                     : t < uint16_t(tf::RecType::CpuSample) ? operation(rec)
                                                            : sample(rec);
@@ -361,6 +394,7 @@ int run(const Options& o) {
   uint64_t index = 0, shown = 0;
   r.read([&](const Record& rec) {
     uint64_t i = index++;
+    printer.observe(rec);
     int64_t ts = RecordPrinter::timestamp(rec);
     if (ts && !base) base = ts;
     if ((filter && rec.type_raw() != only) || (o.limit && shown >= o.limit)) return;

@@ -22,6 +22,7 @@ namespace {
 struct RecordOptions {
   std::string out = "cutrace-trace";
   std::string gpu_timing = "auto";
+  std::string backtrace = "sync";
   int sample_hz = 10;
   bool verbose = false;
   std::string capture_range = "process";
@@ -92,6 +93,10 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: --gpu-timing must be auto, cupti, end, exact or none\n");
     return 2;
   }
+  if (o.backtrace != "none" && o.backtrace != "sync" && o.backtrace != "all") {
+    fprintf(stderr, "cutrace record: --backtrace must be none, sync or all\n");
+    return 2;
+  }
   std::string shim = find_shim();
   if (access(shim.c_str(), R_OK) != 0) {
     fprintf(stderr, "cutrace record: shim not found at %s (set CUTRACE_SHIM)\n", shim.c_str());
@@ -111,6 +116,7 @@ int run_record(const RecordOptions& o) {
   setenv("NVTX_INJECTION64_PATH", shim.c_str(), 1);  // NVTX ranges reach the shim's bridge
   setenv("CUTRACE_GPU_TIMING", o.gpu_timing.c_str(), 1);
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
+  setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
   // --capture-range=nvtx:PATTERN is shorthand for nvtx + CUTRACE_CAPTURE_NVTX=PATTERN.
   std::string range = o.capture_range, pattern;
@@ -159,6 +165,9 @@ void add_record_command(CLI::App& app) {
                   "auto (default): cupti where libcupti loads, else end; cupti: CUPTI activity records; "
                   "end: one completion event per GPU op, start inferred; exact: start and end events; "
                   "none: CPU side only");
+  sub->add_option("--backtrace", opts->backtrace,
+                  "Native call stacks: sync: of synchronisations and blocking copies (default); all: also of "
+                  "every launch and async copy; none");
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");

@@ -389,9 +389,34 @@ void print_syncs(const SummaryModel& m) {
     t.row({cutrace::sync_kind_name(uint8_t(k)), human_count(s.count), human_ns(s.total_ns), human_ns(s.mean_ns()),
            human_ns(s.max_ns)});
   }
-  section("Synchronisation (CPU time blocked; no call stacks are recorded yet)");
+  section("Synchronisation (CPU time blocked)");
   if (t.empty()) std::printf("  none\n");
   else t.print(stdout);
+}
+
+// Where the blocking calls come from: the call stacks recorded with CUTRACE_BACKTRACE.
+void print_sync_sites(const SummaryModel& m) {
+  constexpr size_t kFrames = 12;  // frames printed per site (the JSON has them all)
+  std::vector<cutrace::SyncSite> sites = m.sync_sites();
+  const cutrace::CpuTimeStat& none = m.sync_unattributed();
+  section(fmt::format("Sync call sites (synchronisations and blocking copies by blocked CPU time; top {} of {})",
+                      std::min(sites.size(), SummaryModel::kSyncSites), sites.size()));
+  if (sites.empty()) std::printf("  no call stacks recorded (record with --backtrace sync or all)\n");
+  for (size_t i = 0; i < sites.size() && i < SummaryModel::kSyncSites; ++i) {
+    const cutrace::SyncSite& s = sites[i];
+    std::string apis;
+    for (const auto& [name, n] : s.apis) apis += fmt::format("{}{} x{}", apis.empty() ? "" : ", ", name, n);
+    std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1, cutrace::sync_site_label(s).c_str(),
+                human_count(s.time.count).c_str(), human_ns(s.time.total_ns).c_str(),
+                human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(), apis.c_str());
+    for (size_t k = 0; k < s.frames.size() && k < kFrames; ++k)
+      std::printf("      %s\n", cutrace::frame_text(s.frames[k]).c_str());
+    if (s.frames.size() > kFrames) std::printf("      ... %zu more frames\n", s.frames.size() - kFrames);
+  }
+  if (none.count)
+    std::printf("  blocking calls without a call stack: %s, total %s\n", human_count(none.count).c_str(),
+                human_ns(none.total_ns).c_str());
+  for (const std::string& p : m.symbol_problems()) std::printf("  note: symbols of %s\n", p.c_str());
 }
 
 std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r, bool exact_stats) {
@@ -536,6 +561,7 @@ void print_text(const SummaryModel& m, size_t top) {
   print_activity(m);
   print_apis(m, top);
   print_syncs(m);
+  print_sync_sites(m);
   print_ranges(m, top);
   print_steps(m);
   print_ranks(m);

@@ -33,6 +33,7 @@
 #include "collector/reader.h"
 #include "tools/export_common.h"
 #include "tools/exports.h"
+#include "tools/stacks.h"
 
 namespace cutrace {
 namespace {
@@ -271,6 +272,7 @@ class ChromeFile {
   // Host event of a GPU operation; returns true when the GPU side is drawn too.
   bool op_host(const fmt::OpCommon& op) {
     host_call("cuda_driver", op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result);
+    backtrace_arg(op.corr);
     o_ += "}";
     end_event();
     votes_.op(op.tid, op.device);
@@ -356,7 +358,9 @@ class ChromeFile {
     put_u64(o_, s.stream);
     o_ += ",\"kind\":\"";
     o_ += sync_kind_name(s.kind);
-    o_ += "\"}";
+    o_ += "\"";
+    backtrace_arg(s.corr);
+    o_ += "}";
     end_event();
   }
 
@@ -475,7 +479,43 @@ class ChromeFile {
     end_event();
   }
 
-  void record(const Record& rec) { exporter::dispatch_record(rec, *this); }
+  void record(const Record& rec) {
+    switch (rec.type()) {
+      case fmt::RecType::Module:
+      case fmt::RecType::Stack:
+        stacks_.absorb(rec, r_);
+        break;
+      case fmt::RecType::OpStack: {
+        const auto& o = rec.as<fmt::OpStackRec>();
+        op_stacks_[o.corr] = o.stack;
+        break;
+      }
+      default:
+        exporter::dispatch_record(rec, *this);
+    }
+  }
+
+  // ,"backtrace":["fn (module+0x..)", ...] for a host call whose call stack was recorded
+  // (innermost first; symbolised once per stack).
+  void backtrace_arg(uint64_t corr) {
+    if (op_stacks_.empty()) return;
+    auto it = op_stacks_.find(corr);
+    if (it == op_stacks_.end()) return;
+    uint32_t id = it->second;
+    op_stacks_.erase(it);
+    std::string& json = backtraces_[id];
+    if (json.empty()) {
+      json = ",\"backtrace\":[";
+      bool first = true;
+      for (const SymFrame& f : symbolizer_.stack(stacks_, id)) {
+        if (!first) json += ',';
+        first = false;
+        append_json_string(json, frame_text(f));
+      }
+      json += ']';
+    }
+    o_ += json;
+  }
 
   void gpu_sample(const fmt::GpuSampleRec& g) {
     gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
@@ -636,6 +676,10 @@ class ChromeFile {
   exporter::DeviceVotes votes_;
   std::vector<GpuSampleLite> gpu_samples_;
   std::vector<Projection> projections_;
+  StackTable stacks_;
+  Symbolizer symbolizer_;
+  std::unordered_map<uint64_t, uint32_t> op_stacks_;    // corr -> stack, until its record comes
+  std::unordered_map<uint32_t, std::string> backtraces_;  // stack -> its "backtrace" JSON
 };
 
 bool ends_with(const std::string& s, const char* suffix) {

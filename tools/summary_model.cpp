@@ -16,6 +16,12 @@ bool is_error(int32_t result, uint8_t sync_kind = 0) {
   return result != 0 && !(query && result == kCudaErrorNotReady);
 }
 
+// The synchronisations that block the calling thread until the GPU catches up.
+bool blocking_sync(uint8_t kind) {
+  return kind == uint8_t(fmt::SyncKind::Context) || kind == uint8_t(fmt::SyncKind::Stream) ||
+         kind == uint8_t(fmt::SyncKind::Event);
+}
+
 bool timed(int64_t gpu_start, int64_t gpu_end) {
   return gpu_start != 0 && gpu_end != 0 && gpu_end >= gpu_start;
 }
@@ -478,6 +484,35 @@ struct SummaryModel::FileTotals {
     else if (marks.size() < kMaxMarkNames) marks[name_id] = 1;
     else ++other_marks;
   }
+  // Sync call sites: this file's stacks, the stacks of blocking calls whose record is still to
+  // come (OpStack precedes its operation), blocked time per stack id.
+  struct Site {
+    CpuTimeStat time;
+    std::map<uint16_t, uint64_t> apis;
+  };
+  StackTable stacks;
+  std::unordered_map<uint64_t, uint32_t> op_stack;  // corr -> stack id
+  std::unordered_map<uint32_t, Site> sites;
+  CpuTimeStat unattributed;
+  void link_stack(const fmt::OpStackRec& o) {
+    using T = fmt::RecType;
+    if (o.op_type == uint16_t(T::Sync) || o.op_type == uint16_t(T::Memcpy) || o.op_type == uint16_t(T::Memset))
+      op_stack[o.corr] = o.stack;
+  }
+  uint32_t take_stack(uint64_t corr) {
+    if (op_stack.empty()) return 0;
+    auto it = op_stack.find(corr);
+    if (it == op_stack.end()) return 0;
+    uint32_t id = it->second;
+    op_stack.erase(it);
+    return id;
+  }
+  void blocked(uint32_t stack, uint16_t api, int64_t cpu_begin, int64_t cpu_end) {
+    if (!stack) return unattributed.add(cpu_begin, cpu_end);
+    Site& s = sites[stack];
+    s.time.add(cpu_begin, cpu_end);
+    ++s.apis[api];
+  }
   NvmlStat& gpu_sample(uint16_t device) {
     for (NvmlStat& s : nvml) {
       if (s.device == device) return s;
@@ -588,6 +623,7 @@ bool SummaryModel::add(TraceReader& r) {
       case fmt::RecType::Memset: {
         bool is_set = rec.type() == fmt::RecType::Memset;
         const fmt::OpCommon& op = is_set ? rec.as<fmt::MemsetRec>().op : rec.as<fmt::MemcpyRec>().op;
+        uint32_t stack = t.take_stack(op.corr);
         if (!span.in(op.cpu_begin)) break;
         api_errors_ += is_error(op.result);
         t.api(op.api).add(op.cpu_begin, op.cpu_end);
@@ -595,6 +631,7 @@ bool SummaryModel::add(TraceReader& r) {
           ++captured_;
           break;
         }
+        if (!(op.flags & fmt::kOpAsync)) t.blocked(stack, op.api, op.cpu_begin, op.cpu_end);
         CopyStat* c;
         uint64_t bytes;
         if (is_set) {
@@ -616,12 +653,21 @@ bool SummaryModel::add(TraceReader& r) {
       }
       case fmt::RecType::Sync: {
         const auto& s = rec.as<fmt::SyncRec>();
+        uint32_t stack = t.take_stack(s.corr);
         if (!span.in(s.cpu_begin)) break;
         api_errors_ += is_error(s.result, s.kind);
         t.api(s.api).add(s.cpu_begin, s.cpu_end);
         syncs_[s.kind < kSyncKinds ? s.kind : 0].add(s.cpu_begin, s.cpu_end);
+        if (blocking_sync(s.kind)) t.blocked(stack, s.api, s.cpu_begin, s.cpu_end);
         break;
       }
+      case fmt::RecType::Module:
+      case fmt::RecType::Stack:
+        t.stacks.absorb(rec, r);
+        break;
+      case fmt::RecType::OpStack:
+        t.link_stack(rec.as<fmt::OpStackRec>());
+        break;
       case fmt::RecType::Memory: {
         const auto& m = rec.as<fmt::MemoryRec>();
         if (!span.in(m.cpu_begin)) break;
@@ -726,6 +772,21 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   }
   if (other_marks) marks_[kOtherNames] += other_marks;
 
+  // Sync call sites: stack ids are per file; the symbolised frames are the key across files.
+  std::vector<std::pair<uint32_t, const FileTotals::Site*>> sites;
+  for (const auto& [id, site] : t.sites) sites.emplace_back(id, &site);
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, site] : sites) {
+    std::vector<SymFrame> frames = symbolizer_.stack(t.stacks, id);
+    std::string key;
+    for (const SymFrame& fr : frames) key += frame_text(fr) + "\n";
+    SyncSite& g = sync_sites_[key];
+    if (g.frames.empty()) g.frames = std::move(frames);
+    g.time.merge(site->time);
+    for (const auto& [api, n] : site->apis) g.apis[std::string(r.api_name(api))] += n;
+  }
+  sync_unattributed_.merge(t.unattributed);
+
   for (size_t i = 0; i + 1 < t.step_ends.size(); ++i) {
     bool gpu = t.step_hi[i] != 0;
     t.steps.add(t.step_ends[i + 1] - t.step_ends[i], gpu, t.step_hi[i] - t.step_lo[i]);
@@ -812,6 +873,29 @@ std::vector<ApiStat> SummaryModel::apis() const {
     return a.name < b.name;
   });
   return out;
+}
+
+std::vector<SyncSite> SummaryModel::sync_sites() const {
+  std::vector<std::pair<const std::string*, const SyncSite*>> v;
+  for (const auto& [key, site] : sync_sites_) v.emplace_back(&key, &site);
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    if (a.second->time.total_ns != b.second->time.total_ns) return a.second->time.total_ns > b.second->time.total_ns;
+    if (a.second->time.count != b.second->time.count) return a.second->time.count > b.second->time.count;
+    return *a.first < *b.first;
+  });
+  std::vector<SyncSite> out;
+  for (const auto& p : v) out.push_back(*p.second);
+  return out;
+}
+
+std::string sync_site_label(const SyncSite& s) {
+  for (const SymFrame& f : s.frames) {
+    std::string_view m(f.module);
+    m = m.substr(m.rfind('/') == std::string_view::npos ? 0 : m.rfind('/') + 1);
+    bool cuda = m.rfind("libcuda.so", 0) == 0 || m.rfind("libcudart", 0) == 0;
+    if (!f.function.empty() && !cuda) return frame_text(f);
+  }
+  return s.frames.empty() ? "(unknown stack)" : frame_text(s.frames.front());
 }
 
 std::vector<RangeSummary> SummaryModel::ranges() const {
@@ -1075,6 +1159,33 @@ Json SummaryModel::to_json() const {
   j["records"] = records_;
   j["skipped_files"] = skipped_;
   j["notes"] = notes_;
+
+  // Added after the keys above (their positions stay).
+  Json sites = Json::array();
+  std::vector<SyncSite> all_sites = sync_sites();
+  CpuTimeStat attributed;
+  for (const SyncSite& site : all_sites) attributed.merge(site.time);
+  for (size_t i = 0; i < all_sites.size() && i < kSyncSites; ++i) {
+    const SyncSite& site = all_sites[i];
+    Json frames = Json::array();
+    for (const SymFrame& f : site.frames)
+      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    Json apis = Json::object();
+    for (const auto& [name, n] : site.apis) apis[name] = n;
+    sites.push_back({{"site", sync_site_label(site)},
+                     {"count", site.time.count},
+                     {"total_ns", site.time.total_ns},
+                     {"mean_ns", site.time.mean_ns()},
+                     {"max_ns", site.time.max_ns},
+                     {"apis", apis},
+                     {"frames", frames}});
+  }
+  j["sync_call_sites"] = {{"sites", sites},
+                          {"distinct", all_sites.size()},
+                          {"with_stack", {{"count", attributed.count}, {"total_ns", attributed.total_ns}}},
+                          {"without_stack",
+                           {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
+                          {"symbol_problems", symbol_problems()}};
   return j;
 }
 

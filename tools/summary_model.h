@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -38,6 +39,7 @@
 #include "collector/reader.h"
 #include "tools/breakdown.h"
 #include "tools/precision.h"
+#include "tools/stacks.h"
 
 namespace cutrace {
 
@@ -186,6 +188,19 @@ struct CpuTimeStat {  // CPU time of host calls: cpu_end - cpu_begin, never nega
 };
 using SyncStat = CpuTimeStat;  // blocked CPU time of synchronisation calls
 
+// One call site that blocked the CPU on the GPU: synchronisations (context, stream, event) and
+// blocking (non-Async) copies and memsets that share a symbolised call stack, over all files.
+struct SyncSite {
+  std::vector<SymFrame> frames;  // innermost first
+  CpuTimeStat time;              // blocked CPU time (cpu_end - cpu_begin)
+  std::map<std::string, uint64_t> apis;  // CUDA call -> count
+};
+
+// The call site's name: the text ("function (module+0xoffset)") of the innermost frame with a
+// known function outside the CUDA runtime and driver libraries (libcudart*, libcuda.so*); else
+// the innermost frame's text.
+std::string sync_site_label(const SyncSite& s);
+
 struct ApiStat {
   std::string name;
   CpuTimeStat time;
@@ -316,6 +331,7 @@ class SummaryModel {
   static constexpr size_t kMaxRangeNames = 10000;  // distinct (domain, name) pairs kept
   static constexpr size_t kMaxMarkNames = 10000;
   static constexpr size_t kWorstLaunches = 10;
+  static constexpr size_t kSyncSites = 10;  // sync call sites listed (text and JSON)
   static constexpr const char* kOtherNames = "(other names)";
 
   explicit SummaryModel(SummaryOptions o = {}) : opt_(std::move(o)) {}
@@ -330,6 +346,12 @@ class SummaryModel {
   const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
   const CopyStat& memsets() const { return memset_; }
   const SyncStat& sync_kind(size_t kind) const { return syncs_[kind]; }
+  // Blocking calls by call stack, sorted by blocked time desc, count desc; and those blocking
+  // calls that have no recorded stack (CUTRACE_BACKTRACE=none, or a trace without stacks).
+  std::vector<SyncSite> sync_sites() const;
+  const CpuTimeStat& sync_unattributed() const { return sync_unattributed_; }
+  // Modules whose symbols could not be read ("path: why").
+  const std::vector<std::string>& symbol_problems() const { return symbolizer_.problems(); }
   std::vector<ApiStat> apis() const;  // sorted by total CPU time desc, count desc, name
   // Sorted by cpu_total_ns desc, count desc, name, domain.
   std::vector<RangeSummary> ranges() const;
@@ -384,6 +406,9 @@ class SummaryModel {
   std::array<CopyStat, kCopyKinds> memcpy_{};
   CopyStat memset_;
   std::array<SyncStat, kSyncKinds> syncs_{};
+  std::unordered_map<std::string, SyncSite> sync_sites_;  // by the frames' text
+  CpuTimeStat sync_unattributed_;
+  Symbolizer symbolizer_;
   StepStats steps_;
   Dist launch_, launch_idle_;
   std::vector<LaunchOutlier> worst_;

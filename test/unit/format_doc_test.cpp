@@ -79,3 +79,26 @@ TEST_CASE("FORMAT.md describes RangeRec and MarkRec as format.h defines them") {
       FIELD(MarkRec, source),   FIELD(MarkRec, pad)};
   CHECK(mark.fields == want_mark);
 }
+
+TEST_CASE("FORMAT.md describes the call-stack records (Module, Stack, OpStack) as format.h defines them") {
+  DocTable module = doc_table("Module", int(RecType::Module));
+  CHECK(module.record_size == sizeof(ModuleRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_module = {
+      FIELD(ModuleRec, module), FIELD(ModuleRec, path_id),     FIELD(ModuleRec, base),
+      FIELD(ModuleRec, size),   FIELD(ModuleRec, build_id_id), FIELD(ModuleRec, pad)};
+  CHECK(module.fields == want_module);
+
+  DocTable stack = doc_table("Stack", int(RecType::Stack));
+  CHECK(stack.record_size == sizeof(StackRec));  // "12 + 12 x depth": the fixed part
+  std::map<std::string, std::pair<size_t, size_t>> want_stack = {
+      FIELD(StackRec, stack), FIELD(StackRec, depth), FIELD(StackRec, pad)};
+  CHECK(stack.fields == want_stack);
+  CHECK(sizeof(StackFrame) == 12);
+  CHECK(offsetof(StackFrame, offset) == 4);
+
+  DocTable op = doc_table("OpStack", int(RecType::OpStack));
+  CHECK(op.record_size == sizeof(OpStackRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_op = {
+      FIELD(OpStackRec, corr), FIELD(OpStackRec, stack), FIELD(OpStackRec, op_type), FIELD(OpStackRec, pad)};
+  CHECK(op.fields == want_op);
+}
