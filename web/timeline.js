@@ -77,7 +77,10 @@
       const nrows = t.kind === 'thread' ? t.rows || 1 : 1;
       const node = {t, ev, nrows, children: [], collapsed: false, depth: 0, rows: null};
       if (ev && ev.s.length) node.rows = buildRows(ev, nrows);
-      if (t.kind === 'counter') node.max = Math.max(1e-9, ...t.value);
+      if (t.kind === 'counter') {
+        node.peak = t.value.reduce((m, v) => Math.max(m, v), 0);  // shown next to the label
+        node.max = Math.max(1e-9, node.peak);                      // the track's vertical scale
+      }
       byId.set(t.id, node);
       return node;
     });
@@ -117,7 +120,7 @@
                              'data-track': n.t.id, title: n.t.name},
                      group ? el('span', {class: 'twisty'}, n.collapsed ? '\u25b8' : '\u25be') : null,
                      el('span', {class: 'tl-name'}, n.t.name),
-                     n.t.kind === 'counter' ? el('span', {class: 'tl-max'}, fmtCounter(n, n.max)) : null,
+                     n.t.kind === 'counter' ? el('span', {class: 'tl-max', title: 'peak'}, fmtCounter(n, n.peak)) : null,
                      n.ev && n.ev.s.length ? el('span', {class: 'tl-count'}, CT.fmtCount(n.ev.s.length)) : null);
       if (group) lab.addEventListener('click', () => { n.collapsed = !n.collapsed; layout(); redraw(); });
       labels.appendChild(lab);
