@@ -165,6 +165,7 @@
   function kernelCharts() {
     const ks = S.kernels;
     const out = [];
+    if (!ks.length) return [card('Kernels', {}, el('p', {class: 'empty'}, 'no kernel launches in this trace'))];
     // All kernels' time: top k + other, k adjustable.
     const box = el('div');
     const kInput = el('input', {type: 'number', min: 1, max: 50, value: 8, 'data-control': 'topk', class: 'small'});
@@ -206,6 +207,7 @@
     const out = [];
     const labels = ['kernels', 'memcpy', 'memset', 'sync (CPU blocked)'];
     const values = [g.kernel_ns, g.memcpy_ns, g.memset_ns, syncNs];
+    if (!values.some((v) => v > 0)) return [card('GPU activity distribution', {}, el('p', {class: 'empty'}, 'nothing recorded'))];
     out.push(card('GPU activity distribution', {id: 'gpu_activity', note: 'GPU time (overlaps counted once); sync: host time blocked in synchronisations'},
       chartBox(barChart(labels, [{label: 'time', data: values, backgroundColor: CT.palette.slice(0, 4)}],
                         {ticks: nsTick, tooltip: nsTooltip}), 190),

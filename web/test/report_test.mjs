@@ -3,7 +3,7 @@
 // and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job.
 import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
-import {mkdtempSync, rmSync} from 'node:fs';
+import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {after, before, test} from 'node:test';
@@ -200,4 +200,20 @@ test('timeline: jump to a step by name, search highlights matches', async () => 
   const nccl = summary.kernels.find((k) => k.name.startsWith('ncclDevKernel'));
   assert.equal(count, nccl.count);
   assert.deepEqual(errors, []);
+});
+
+test('a trace cut after its metadata (no operations) still gives a page without errors', async () => {
+  const job = path.join(dir, 'job'), cut = path.join(dir, 'cut');
+  mkdirSync(cut);
+  const first = readdirSync(job).find((f) => f.endsWith('.cutrace'));
+  writeFileSync(path.join(cut, first), readFileSync(path.join(job, first)).subarray(0, 600));
+  execFileSync(cutrace, ['report', cut, '-o', path.join(dir, 'cut.html'), '-q']);
+  const cutSummary = JSON.parse(execFileSync(cutrace, ['summary', cut, '--json']).toString());
+  const r = await openReport(browser, path.join(dir, 'cut.html'));
+  assert.equal(parseCount(await r.page.locator('[data-stat="kernel_count"]').textContent()), cutSummary.kernel_totals.count);
+  await r.page.click('.tab[data-view="timeline"]');
+  await r.page.waitForTimeout(100);
+  assert.ok((await r.page.evaluate(() => window.cutraceTimeline.tracks())).length >= 2);
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
 });
