@@ -115,6 +115,9 @@ class Loader {
     f_->busy[op.device].emplace_back(gs, ge);
     ++tl_->events;
   }
+  // A GPU operation: its launch call on the thread, its execution on the stream (same corr).
+  // Backtrace hook: when the format records call stacks, intern the launch's stack and store
+  // its id in the thread event's EventColumns::backtrace (the page shows column "bt").
   void op(const fmt::OpCommon& op, uint32_t gpu_name, EventKind k, uint64_t bytes, uint32_t detail,
           uint32_t launched) {
     if (op.flags & fmt::kOpCaptured) detail = str("captured into a CUDA graph (did not run then)");

@@ -10,7 +10,7 @@
   const KINDS = ['kernel', 'memcpy', 'memset', 'sync', 'API call', 'range', 'memory', 'mark'];
   const KIND_COLOR = [null, '#f28e2b', '#b07aa1', '#e15759', '#8d99ae', null, '#9c755f', '#333'];
 
-  let D, TL, strings, root, canvas, ctx, ruler, rctx, scroller, labels, details, status;
+  let D, TL, strings, root, canvas, ctx, ruler, rctx, scroller, labels, details, status, tip;
   let nodes = [];         // every track, tree order: {t, parent, children, collapsed, ev, rows}
   let visible = [];       // laid-out nodes: {node, y, h}
   let totalH = 0;
@@ -77,7 +77,10 @@
       const nrows = t.kind === 'thread' ? t.rows || 1 : 1;
       const node = {t, ev, nrows, children: [], collapsed: false, depth: 0, rows: null};
       if (ev && ev.s.length) node.rows = buildRows(ev, nrows);
-      if (t.kind === 'counter') node.max = Math.max(1e-9, ...t.value);
+      if (t.kind === 'counter') {
+        node.peak = t.value.reduce((m, v) => Math.max(m, v), 0);  // shown next to the label
+        node.max = Math.max(1e-9, node.peak);                      // the track's vertical scale
+      }
       byId.set(t.id, node);
       return node;
     });
@@ -117,7 +120,7 @@
                              'data-track': n.t.id, title: n.t.name},
                      group ? el('span', {class: 'twisty'}, n.collapsed ? '\u25b8' : '\u25be') : null,
                      el('span', {class: 'tl-name'}, n.t.name),
-                     n.t.kind === 'counter' ? el('span', {class: 'tl-max'}, fmtCounter(n, n.max)) : null,
+                     n.t.kind === 'counter' ? el('span', {class: 'tl-max', title: 'peak'}, fmtCounter(n, n.peak)) : null,
                      n.ev && n.ev.s.length ? el('span', {class: 'tl-count'}, CT.fmtCount(n.ev.s.length)) : null);
       if (group) lab.addEventListener('click', () => { n.collapsed = !n.collapsed; layout(); redraw(); });
       labels.appendChild(lab);
@@ -511,6 +514,17 @@
         setView(drag.a + d, drag.b + d);
       }
     });
+    canvas.addEventListener('mousemove', (e) => {  // hover: name and duration
+      const h = drag ? null : hit(e.offsetX, e.offsetY);
+      if (!h) { tip.style.display = 'none'; return; }
+      const ev = h.node.ev, i = h.agg ? h.agg.i : h.i;
+      tip.textContent = h.agg ? `${CT.fmtCount(h.agg.cnt)} events, longest ${strings[ev.n[i]]}`
+                              : `${strings[ev.n[i]]}  ${CT.fmtNs(ev.d[i])}`;
+      tip.style.display = 'block';
+      tip.style.left = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 8) + 'px';
+      tip.style.top = (e.clientY + 14) + 'px';
+    });
+    canvas.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
     window.addEventListener('mouseup', (e) => {
       if (drag && !drag.moved && e.target === canvas) select(hit(e.offsetX, e.offsetY));
       drag = null;
@@ -590,6 +604,8 @@
     const inner = el('div', {class: 'tl-inner'}, canvas, labels);
     scroller = el('div', {class: 'tl-scroll'}, inner);
     details = el('div', {class: 'tl-details', 'data-testid': 'details'});
+    tip = el('div', {class: 'tl-tip'});
+    document.body.appendChild(tip);
     root.appendChild(ruler);
     root.appendChild(scroller);
     root.appendChild(details);

@@ -1,19 +1,20 @@
-// node web/test/screenshot.mjs REPORT.html OUTDIR: writes OUTDIR/dashboard.png and
-// OUTDIR/timeline.png (used through tools/dev/screenshot.sh).
+// node web/test/screenshot.mjs REPORT.html OUTDIR [PREFIX]: writes OUTDIR/[PREFIX-]dashboard.png
+// and OUTDIR/[PREFIX-]timeline.png (used through tools/dev/screenshot.sh).
 import {mkdirSync} from 'node:fs';
 import path from 'node:path';
 import {launch, openReport} from './browser.mjs';
 
-const [report, outdir] = process.argv.slice(2);
+const [report, outdir, prefix] = process.argv.slice(2);
+const out = (name) => path.join(outdir, (prefix ? prefix + '-' : '') + name);
 if (!report || !outdir) {
-  console.error('usage: node web/test/screenshot.mjs REPORT.html OUTDIR');
+  console.error('usage: node web/test/screenshot.mjs REPORT.html OUTDIR [PREFIX]');
   process.exit(2);
 }
 mkdirSync(outdir, {recursive: true});
 const browser = await launch();
 const {page, errors} = await openReport(browser, path.resolve(report), {width: 1600, height: 1000});
 await page.waitForTimeout(500);
-await page.screenshot({path: path.join(outdir, 'dashboard.png'), fullPage: true});
+await page.screenshot({path: out('dashboard.png'), fullPage: true});
 await page.click('.tab[data-view="timeline"]');
 await page.waitForTimeout(300);
 // Select the first kernel that has a launch so the details and the arrow show.
@@ -38,9 +39,9 @@ if (pt && pt.y !== null) {
   await page.mouse.click(box.x + pt.x, box.y + pt.y);
 }
 await page.waitForTimeout(300);
-await page.screenshot({path: path.join(outdir, 'timeline.png')});
+await page.screenshot({path: out('timeline.png')});
 await browser.close();
 for (const e of errors) console.error(e);
-console.log(path.join(outdir, 'dashboard.png'));
-console.log(path.join(outdir, 'timeline.png'));
+console.log(out('dashboard.png'));
+console.log(out('timeline.png'));
 process.exit(errors.length ? 1 : 0);
