@@ -6,7 +6,7 @@
 #  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch, in the
 #     launching thread's CPU time (LOOP_CLOCK=cpu: robust on a loaded machine), called from
 #     main (a shallow stack: about 6 frames with the shim's own) and from 20 frames deeper (the
-#     unwind costs per frame; at most 32 frames are unwound). `sync` unwinds no launch: its row
+#     unwind costs per frame; at most 28 frames are unwound). `sync` unwinds no launch: its row
 #     shows that launches pay nothing for it. `all` unwinds every launch: its added cost is the
 #     cost of one captured stack, which is what each synchronisation and blocking copy pays in
 #     `sync` mode (same code path; the fake driver's cuStreamSynchronize sleeps in

@@ -12,8 +12,10 @@ namespace cutrace {
 
 extern Backtrace g_backtrace;  // copy of config().backtrace, read on the hot path
 
-// Raw frames kept per call: the shim's own (2-4, removed by the collector), then the caller's.
-inline constexpr int kStackCaptureFrames = 32;
+// Raw frames unwound per call: the shim's own (3: capture_stack, the wrapper, the exported entry;
+// removed by the collector), then the 24 frames (fmt::kMaxStackFrames) the trace keeps, and one
+// spare. Each frame costs an unwind step: no more are walked than can be kept.
+inline constexpr int kStackCaptureFrames = 28;
 inline constexpr size_t kStackSlots = 2048;  // 528 KiB per thread, allocated only when enabled
 
 struct StackSlot {
