@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: records the bundled sample training loop (test/e2e/sample_app) into
-# $BUILD/demo-trace and prints its summary. Uses the real CUDA driver when nvidia-smi works,
-# the fake driver of the tests otherwise. make builds everything first.
+# $BUILD/demo-trace, prints its summary and writes its HTML report ($BUILD/demo-report.html).
+# Uses the real CUDA driver when nvidia-smi works, the fake driver of the tests otherwise. make
+# builds everything first.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${BUILD:-build}
@@ -28,3 +29,5 @@ for f in "$out"/*.cutrace; do
   echo "demo: trace written to $f"
   echo "demo: every record: $build/bin/cutrace dump $f | less"
 done
+"$build/bin/cutrace" report "$out" -o "$build/demo-report.html" -q
+echo "demo: HTML report (dashboard and timeline): $build/demo-report.html"

@@ -71,6 +71,7 @@
   }
   function lineChart(datasets, unitFmt, opts) {
     opts = opts || {};
+    for (const d of datasets) d.pointRadius = d.data.length <= 40 ? 3 : 0;  // few samples: show them
     return {
       type: 'line',
       data: {datasets},
@@ -171,7 +172,7 @@
       const k = Math.max(1, Math.min(50, Number(kInput.value) || 8));
       const top = ks.slice(0, k);
       const rest = ks.slice(k).reduce((a, x) => a + x.total_ns, 0);
-      const labels = top.map((x) => x.name).concat(ks.length > k ? [`other (${ks.length - k} names)`] : []);
+      const labels = top.map((x) => x.name).concat(ks.length > k ? [`other (${ks.length - k} name${ks.length - k === 1 ? '' : 's'})`] : []);
       const values = top.map((x) => x.total_ns).concat(ks.length > k ? [rest] : []);
       box.textContent = '';
       box.appendChild(chartBox(pie(labels.map((l) => (l.length > 40 ? l.slice(0, 37) + '...' : l)), values, null, CT.fmtNs), 220));
@@ -191,7 +192,7 @@
                         {horizontal: true}), Math.max(160, 22 * k15.length + 40))));
     const restN = byCount.slice(10).reduce((a, x) => a + x.count, 0);
     out.push(pieCard('Launch counts, all kernels', 'kernel_launches',
-                     byCount.slice(0, 10).map((x) => x.name).concat(byCount.length > 10 ? [`other (${byCount.length - 10} names)`] : []),
+                     byCount.slice(0, 10).map((x) => x.name).concat(byCount.length > 10 ? [`other (${byCount.length - 10} name${byCount.length - 10 === 1 ? '' : 's'})`] : []),
                      byCount.slice(0, 10).map((x) => x.count).concat(byCount.length > 10 ? [restN] : []), CT.fmtCount));
     const prec = Object.entries(S.kernel_precision).filter(([, p]) => p.count > 0).sort((a, b) => b[1].total_ns - a[1].total_ns);
     out.push(pieCard('Kernel precision (GPU time)', 'precision', prec.map(([n]) => n), prec.map(([, p]) => p.total_ns), CT.fmtNs,
@@ -206,7 +207,7 @@
     const labels = ['kernels', 'memcpy', 'memset', 'sync (CPU blocked)'];
     const values = [g.kernel_ns, g.memcpy_ns, g.memset_ns, syncNs];
     out.push(card('GPU activity distribution', {id: 'gpu_activity', note: 'GPU time (overlaps counted once); sync: host time blocked in synchronisations'},
-      chartBox(barChart(labels, [{label: 'time', data: values, backgroundColor: ['#4e79a7', '#f28e2b', '#b07aa1', '#e15759']}],
+      chartBox(barChart(labels, [{label: 'time', data: values, backgroundColor: CT.palette.slice(0, 4)}],
                         {ticks: nsTick, tooltip: nsTooltip}), 190),
       pieLegend('gpu_activity', labels, values, CT.fmtNs)));
     const mo = Object.entries(S.memory_ops).filter(([k]) => k !== 'total_ns');

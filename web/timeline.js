@@ -10,7 +10,7 @@
   const KINDS = ['kernel', 'memcpy', 'memset', 'sync', 'API call', 'range', 'memory', 'mark'];
   const KIND_COLOR = [null, '#f28e2b', '#b07aa1', '#e15759', '#8d99ae', null, '#9c755f', '#333'];
 
-  let D, TL, strings, root, canvas, ctx, ruler, rctx, scroller, labels, details, status;
+  let D, TL, strings, root, canvas, ctx, ruler, rctx, scroller, labels, details, status, tip;
   let nodes = [];         // every track, tree order: {t, parent, children, collapsed, ev, rows}
   let visible = [];       // laid-out nodes: {node, y, h}
   let totalH = 0;
@@ -511,6 +511,17 @@
         setView(drag.a + d, drag.b + d);
       }
     });
+    canvas.addEventListener('mousemove', (e) => {  // hover: name and duration
+      const h = drag ? null : hit(e.offsetX, e.offsetY);
+      if (!h) { tip.style.display = 'none'; return; }
+      const ev = h.node.ev, i = h.agg ? h.agg.i : h.i;
+      tip.textContent = h.agg ? `${CT.fmtCount(h.agg.cnt)} events, longest ${strings[ev.n[i]]}`
+                              : `${strings[ev.n[i]]}  ${CT.fmtNs(ev.d[i])}`;
+      tip.style.display = 'block';
+      tip.style.left = Math.min(e.clientX + 12, window.innerWidth - tip.offsetWidth - 8) + 'px';
+      tip.style.top = (e.clientY + 14) + 'px';
+    });
+    canvas.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
     window.addEventListener('mouseup', (e) => {
       if (drag && !drag.moved && e.target === canvas) select(hit(e.offsetX, e.offsetY));
       drag = null;
@@ -590,6 +601,8 @@
     const inner = el('div', {class: 'tl-inner'}, canvas, labels);
     scroller = el('div', {class: 'tl-scroll'}, inner);
     details = el('div', {class: 'tl-details', 'data-testid': 'details'});
+    tip = el('div', {class: 'tl-tip'});
+    document.body.appendChild(tip);
     root.appendChild(ruler);
     root.appendChild(scroller);
     root.appendChild(details);

@@ -109,7 +109,7 @@ test('top-k control and the new histogram of an annotation', async () => {
   await page.dispatchEvent('[data-control="topk"]', 'change');
   const legend = await page.$$eval('[data-legend="kernel_topk"] tr', (trs) => trs.map((t) => t.textContent));
   assert.equal(legend.length, 4);
-  assert.match(legend[3], /^other \(\d+ names\)/);
+  assert.match(legend[3], /^other \(\d+ names?\)/);
   await page.fill('[data-control="hist-name"]', 'step_*');
   await page.click('[data-control="hist-add"]');
   const note = await text('[data-card="hist-step_*"] h3 .note');
@@ -145,6 +145,13 @@ test('timeline: track tree, zoom keys, select an event, its details and launch l
   await page.keyboard.press('d');
   const [a2] = await page.evaluate(() => window.cutraceTimeline.view());
   assert.ok(a2 > a1, 'd pans right');
+  // ctrl+wheel zooms around the pointer.
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -300);
+  await page.keyboard.up('Control');
+  await page.waitForTimeout(50);
+  const [a3, b3] = await page.evaluate(() => window.cutraceTimeline.view());
+  assert.ok(b3 - a3 < 0.9 * (b1 - a1), 'ctrl+wheel zooms in');
 
   // Zoom onto kernel 10 of rank 0's compute stream and click it.
   const stream = tracks.find((t) => t.kind === 'stream');
@@ -168,6 +175,9 @@ test('timeline: track tree, zoom keys, select an event, its details and launch l
   assert.equal(launch.name, 'cuLaunchKernel');
   assert.ok(launch.s < ev.s, 'the launch precedes the kernel');
   assert.match(await text('[data-field="link"]'), /^launched by cuLaunchKernel/);
+  // Hovering shows the name and duration.
+  await page.mouse.move(box.x + pt.x, box.y + pt.y + 1);
+  assert.equal(await text('.tl-tip'), `${ev.name}  ${await page.evaluate((d) => CT.fmtNs(d), ev.d)}`);
 
   // f zooms to the selection.
   await page.locator('.tl-canvas').hover();
