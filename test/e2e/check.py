@@ -233,15 +233,16 @@ def launch_routes_all_counted(s, c):
         fake_ns = 60000 if name == "CUDA graph #1" else 20000  # graph: 3 nodes of 20 us
         c.equal(f"{name} untimed", k[name]["untimed"], 0)
         if k[name]["min_ns"] < fake_ns - 1000:
-            # A short record is wrong unless its launching thread was descheduled inside the
-            # launch call (the inferred start is the call's return): look at the records.
+            # The inferred start is the launch call's return, while the fake GPU starts the
+            # kernel inside the call: a record may be short by at most the call's duration
+            # (more when the launching thread was descheduled inside it). Shorter than that is wrong.
             trace = os.path.join(d, traces(d)[0])
             short = [r for r in dump_kernels(s, c, trace)
-                     if r[0] == name and r[5] - r[4] < fake_ns - 1000 and r[3] - r[2] <= 10000]
+                     if r[0] == name and (r[5] - r[4]) + (r[3] - r[2]) < fake_ns - 1000]
             (c.errors if short else c.notes).append(
                 f"{name} min {k[name]['min_ns']} ns < {fake_ns - 1000} ns"
-                + (f": {len(short)} record(s) with a short launch call" if short else
-                   ": only records whose launch call was descheduled (> 10 us)"))
+                + (f": {len(short)} record(s) short by more than their launch call" if short else
+                   ": each such record is short by less than its launch call's duration"))
         c.expect(abs(k[name]["mean_ns"] - fake_ns) <= 0.05 * fake_ns,
                  f"{name} mean {k[name]['mean_ns']} ns, expected {fake_ns} ns +-5%")
     c.equal("api_errors", j["api_errors"], 0)
