@@ -10,7 +10,7 @@ COMMON    := -std=c++17 -fPIC $(WARN) -I. -I$(CUDA_HOME)/include -MMD -MP
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
 
-FORMAT_SRC := collector/writer.cpp collector/reader.cpp
+FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp
 SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
               $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
 TOOLS_SRC  := $(wildcard tools/*.cpp)
