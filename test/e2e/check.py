@@ -861,6 +861,27 @@ def stress_every_launch_recorded_or_counted(s, c):
 
 
 @test
+def stress_memory_bounded_any_run_length(s, c):
+    """32 threads x 100,000 launches (5x the stress test): the process's peak RSS stays under
+    64 MB (the collector drains rings in bounded rounds and bounds the operations waiting for GPU
+    times; 0.1 peaked at 127 MB on 32 x 20,000), and every launch is in the trace or counted."""
+    d = s.tmpdir("stressmem")
+    p = fault_popen(s, [s.prog("stress"), "32", "100000"], d)
+    _, status, ru = os.wait4(p.pid, 0)
+    out = p.stdout.read()
+    p.stdout.close()
+    p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    c.equal("exit status", p.returncode, 0)
+    m = re.search(r"launches=(\d+)", out)
+    c.require(m, f"stress printed {tail(out)!r}")
+    c.expect(ru.ru_maxrss < 64 * 1024, f"peak RSS {ru.ru_maxrss} KiB >= 64 MiB")
+    c.notes.append(f"stress 32 x 100000: peak RSS {ru.ru_maxrss} KiB")
+    _, j, r, launches = one_trace(s, c, d)
+    c.equal("kernels in the trace + dropped records", launches + j["dropped_records"], int(m.group(1)))
+
+
+@test
 def stress_mixed_load_no_deadlock(s, c):
     """The same with NVTX ranges, copies and stream syncs mixed in: finishes, trace complete."""
     d = s.tmpdir("stressmix")
