@@ -361,6 +361,18 @@ struct Reader {
 
   uint64_t get(Column c) {
     Cursor& k = col[c];
+    if (__builtin_expect(k.end - k.p >= 10, 1)) {  // fast path: no bounds check per byte
+      uint64_t b = *k.p++;
+      if (b < 0x80) return b;
+      uint64_t v = b & 0x7F;
+      for (unsigned shift = 7; shift < 70; shift += 7) {
+        b = *k.p++;
+        v |= (b & 0x7F) << shift;
+        if (b < 0x80) return v;
+      }
+      bad = true;
+      return 0;
+    }
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
       if (k.p == k.end) break;
