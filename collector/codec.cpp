@@ -440,7 +440,6 @@ bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out,
   for (uint64_t i = 0; i < ncols; ++i) {  // columns of a later minor version are skipped
     if (i < fmt::kColumnCount) {
       rd.col[i] = Cursor{p, p + lens[i]};
-      if (sizes) sizes->bytes[i] += lens[i];
     }
     p += lens[i];
   }
@@ -489,6 +488,9 @@ bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out,
   }
   *out_size = used;
   unresolved_ += rd.unresolved;
+  if (sizes) {
+    for (int i = 0; i < fmt::kColumnCount; ++i) sizes->bytes[i] += lens[i];
+  }
   return true;
 }
 
