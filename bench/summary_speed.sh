@@ -2,7 +2,7 @@
 # Throughput of `cutrace summary --json` on one core, on a synthetic training trace of 10M records
 # (bench/summary_trace_gen.cpp: steps of ~1,500 kernels, NCCL kernels overlapping them, copies,
 # sets, events, syncs, allocations, NVTX ranges, samples; ~28 bytes a record on disk).
-#   bash bench/summary_speed.sh [RECORDS] [REPS]
+#   bash bench/summary_speed.sh [RECORDS] [REPS] [v2|v1]     (v1: the trace in format 1.1)
 # Builds the CLI and the generator (skipped when CUTRACE / GEN name prebuilt ones), writes the
 # trace under $TMPDIR, reads it once to warm the page cache, then times REPS runs (best kept) of
 #   reader:  `cutrace dump TRACE --type End`: decodes and checks every block, prints one record
@@ -12,6 +12,7 @@
 set -euo pipefail
 RECORDS=${1:-10000000}
 REPS=${2:-3}
+FORMAT=${3:-v2}
 cd "$(dirname "$0")/.."
 CT=${CUTRACE:-build/bin/cutrace}
 GEN=${GEN:-}
@@ -25,7 +26,7 @@ if [[ -z $GEN ]]; then
   ${CXX:-g++} -O2 -std=c++17 -I. bench/summary_trace_gen.cpp build/lib/libcutrace_format.a "$LZ4_A" -o "$GEN"
 fi
 TRACE=$TMP/speed.cutrace
-"$GEN" "$TRACE" "$RECORDS"
+"$GEN" "$TRACE" "$RECORDS" "$FORMAT"
 cat "$TRACE" >/dev/null
 CPU=$( (taskset -cp $$ 2>/dev/null || true) | awk '{print $NF}' | cut -d, -f1 | cut -d- -f1)
 CPU=${CPU:-0}

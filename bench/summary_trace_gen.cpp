@@ -8,7 +8,7 @@
 //
 //   g++ -O2 -std=c++17 -I. bench/summary_trace_gen.cpp build/lib/libcutrace_format.a
 //       /usr/lib/x86_64-linux-gnu/liblz4.a -o /tmp/summary_trace_gen
-//   /tmp/summary_trace_gen OUT.cutrace [records]
+//   /tmp/summary_trace_gen OUT.cutrace [records] [v2|v1]     (v1: format 1.1, unpacked)
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   uint64_t want = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 10000000;
   unlink(path.c_str());
   TraceWriter w;
+  if (argc > 3 && std::string(argv[3]) == "v1") w.write_v1();
   std::string err;
   if (!w.open(path, &err)) {
     std::fprintf(stderr, "%s\n", err.c_str());

@@ -34,6 +34,16 @@ constexpr int64_t kCycleNs = 1000000;        // drain and poll every 1 ms
 constexpr int64_t kFlushNs = 1000000000;     // write a block at least once a second
 constexpr int64_t kClockNs = 100000000;      // tick-rate and GPU anchors every 100 ms
 constexpr int64_t kExitWaitNs = 10000000000; // at exit, wait up to 10 s for GPU work to finish
+// Memory bounds: a drain round takes at most kDrainChunk records from each ring (so the batch
+// holds at most threads x 256 records, ~43 KB a thread, not whole rings); one drain() takes at
+// most a ring's capacity from each ring, so it ends even when producers keep up with it.
+constexpr size_t kDrainChunk = 256;
+constexpr int kDrainRounds = int(kRingSlots / kDrainChunk);
+// Operations waiting for their GPU times (~230 bytes each) are normally kept 200 ms after their
+// launch (OpResolver::poll's grace period, for threads that publish late). Past this many, the
+// finished ones are written at once, without the grace period: what stays pending is then work
+// the GPU has not finished, which the driver's launch queues bound.
+constexpr size_t kMaxPendingOps = 32768;
 
 struct Drained {
   RawRecord r;
@@ -62,6 +72,7 @@ class Collector {
   void run();
   void cycle(int64_t now);
   void drain();
+  size_t drain_round();  // one bounded round of drain(); returns the records taken
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
   void handle_annotation(const Drained& d, int64_t ts);
@@ -396,6 +407,12 @@ void Collector::control(int64_t now) {
 
 // ---- draining ---------------------------------------------------------------------------
 void Collector::drain() {
+  for (int i = 0; i < kDrainRounds && drain_round() > 0; ++i) {
+    if (ops_.pending() > kMaxPendingOps) ops_.poll(/*all=*/true);
+  }
+}
+
+size_t Collector::drain_round() {
   batch_.clear();
   stacks_.modules().new_cycle();
   ThreadState* prev = nullptr;
@@ -403,7 +420,9 @@ void Collector::drain() {
     ThreadState* next = s->next.load(std::memory_order_acquire);
     bool retired = s->retired.load(std::memory_order_acquire);
     auto* names = s->names.load(std::memory_order_acquire);
-    while (const RawRecord* r = s->ring.peek()) {
+    for (size_t taken = 0; taken < kDrainChunk; ++taken) {
+      const RawRecord* r = s->ring.peek();
+      if (!r) break;
       batch_.push_back({*r, s, {}});
       if ((r->flags & kRawNameSlot) && names) {
         if (const NameSlot* n = names->peek()) {
@@ -447,6 +466,7 @@ void Collector::drain() {
   std::stable_sort(batch_.begin(), batch_.end(),
                    [](const Drained& a, const Drained& b) { return int64_t(a.r.t0 - b.r.t0) < 0; });
   for (const Drained& d : batch_) handle(d);
+  return batch_.size();
 }
 
 void Collector::refill_pools() {

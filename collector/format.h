@@ -1,9 +1,14 @@
-// On-disk trace format, version 1. docs/FORMAT.md describes it in prose; this header is the
+// On-disk trace format, version 2. docs/FORMAT.md describes it in prose; this header is the
 // normative definition shared by the writer (collector) and the one reader library.
 //
 // File  := FileHeader Block*
-// Block := BlockHeader LZ4(payload)          payload := Record*
+// Block := BlockHeader LZ4(payload)          payload := packed columns (2.x; collector/codec.h)
+//                                                       | Record* (1.x files)
 // Record:= RecHeader body                    (size counts the header; little-endian, packed)
+//
+// Version 2 packs the records of a block into columns of varints (times as deltas, kernel
+// launch configurations as ids of KernelConfig records); the reader unpacks them into the
+// structs below, so tools see the same records as in 1.x, which readers still accept.
 //
 // Every block is self-contained for decompression and begins with a sync magic, so a reader can
 // skip a damaged block and a truncated file reads up to its last complete block. Strings are
@@ -12,17 +17,21 @@
 // ClockSync records give the matching CLOCK_REALTIME. GPU times were mapped to that clock by the
 // collector. A value of 0 in gpu_start/gpu_end means "not measured".
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 namespace cutrace::fmt {
 
 inline constexpr char kFileMagic[8] = {'C', 'U', 'T', 'R', 'A', 'C', 'E', '\0'};
-inline constexpr uint16_t kVersionMajor = 1;  // readers refuse a larger major
-inline constexpr uint16_t kVersionMinor = 2;  // 1.1: Range, Mark; 1.2: Module, Stack, OpStack
-                                              // readers accept any minor (unknown records skipped)
+// 1.1: Range and Mark records. 1.2: Module, Stack, OpStack (call stacks). 2.0: packed block
+// payloads (kernels ~100 B -> ~10 B on disk).
+inline constexpr uint16_t kVersionMajor = 2;  // readers refuse a larger major
+inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor (unknown records skipped)
 inline constexpr uint32_t kBlockMagic = 0x4B4C4243;  // bytes "CBLK"
 inline constexpr uint32_t kMaxBlockRaw = 1u << 20;   // writers never exceed 1 MiB raw per block
+inline constexpr uint32_t kMaxBlockDecoded = 4u << 20;  // a packed block unpacks to at most 4 MiB
+inline constexpr uint32_t kMaxKernelConfigs = 1u << 16;  // more distinct configs: kernels verbatim
 inline constexpr uint32_t kBlockTargetRaw = 256u << 10;  // TraceWriter flushes before exceeding this
 inline constexpr uint32_t kMaxStringBytes = 65000;       // longer strings are truncated by the writer
 
@@ -66,7 +75,8 @@ enum class RecType : uint16_t {
   Dropped = 31,
   Window = 32,
   End = 33,
-  // 34-39: reserved (compact operation records)
+  KernelConfig = 34,  // 2.x: a kernel launch configuration, written once per file (packed blocks)
+  // 35-39: reserved
   Module = 40,    // a loaded ELF object that backtrace frames point into
   Stack = 41,     // an interned call stack: frames as (module, offset)
   OpStack = 42,   // links an operation (by corr) to the call stack that issued it
@@ -176,6 +186,46 @@ struct KernelRec {
   uint32_t graph_id;  // graph exec id for kind Graph, else 0
 };
 static_assert(sizeof(KernelRec) == 4 + 60 + 44);
+
+// 2.x: the launch configuration of packed Kernel records: KernelRec's bytes from name_id to
+// graph_id, under an id (1, 2, ... per file) that packed kernels carry instead. The writer emits
+// it before the first kernel that uses it; the reader consumes it (visitors never see it).
+struct KernelConfigRec {
+  RecHeader h;
+  uint32_t id;
+  uint32_t name_id;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t dyn_smem;
+  uint32_t static_smem;
+  uint16_t regs;
+  uint8_t kind;
+  uint8_t pad;
+  uint32_t graph_id;
+};
+static_assert(sizeof(KernelConfigRec) == 8 + 44);
+
+// 2.x: columns of a packed block payload, in this order (docs/FORMAT.md, "Packed payload").
+enum Column : uint8_t {
+  kColTag = 0,      // u8 per record: 0 verbatim, else the RecType of a packed record
+  kColVerbatim,     // whole records (RecHeader + body), for tag 0
+  kColCorr,         // correlation ids, delta from the previous one
+  kColThread,       // tid
+  kColStream,       // stream id
+  kColDevice,       // device, src_device, dst_device
+  kColApi,          // api id
+  kColFlags,        // OpFlags
+  kColResult,       // CUresult, zigzag
+  kColCpuBegin,     // cpu_begin, delta from the previous record of the same thread
+  kColCpuDuration,  // cpu_end - cpu_begin
+  kColGpuStart,     // gpu_start, relative to max(previous gpu_end on the stream, cpu_end)
+  kColGpuDuration,  // gpu_end - gpu_start
+  kColConfig,       // KernelConfig id
+  kColBytes,        // byte counts of copies, sets, allocations
+  kColHandle,       // event / argument / address handles, delta from the previous one
+  kColSmall,        // small enums: copy and memory kinds, memset value and width, sync kind, ...
+  kColumnCount
+};
 
 enum class CopyKind : uint8_t { Unknown = 0, HtoD = 1, DtoH = 2, DtoD = 3, HtoH = 4, PtoP = 5 };
 enum class MemKind : uint8_t { Unknown = 0, Pageable = 1, Pinned = 2, Device = 3, Managed = 4, Array = 5 };

@@ -144,11 +144,13 @@ void TraceReader::reset(const std::string& path) {
   streams_.clear();
   threads_.clear();
   clock_sync_ = fmt::ClockSyncRec{};
+  decoder_.reset();
 }
 
 void TraceReader::close() {
   src_.close();
   std::vector<char>().swap(block_.raw);
+  std::vector<char>().swap(block_.records);
 }
 
 bool TraceReader::open_source(std::string* err) {
@@ -197,7 +199,18 @@ bool TraceReader::next_block() {
       ++status_.bad_blocks;  // the frame was intact: the next block follows it
       continue;
     }
+    if (version_major_ >= 2) {
+      uint64_t unresolved = decoder_.unresolved();
+      if (!decoder_.decode(block_.raw.data(), block_.size, &block_.records, &block_.records_size,
+                           &status_.columns)) {
+        ++status_.bad_blocks;  // intact but not a packed payload this reader understands
+        continue;
+      }
+      status_.unresolved_configs += decoder_.unresolved() - unresolved;
+    }
     ++status_.blocks;
+    status_.payload_bytes += block_.size;
+    status_.compressed_bytes += block_.disk_size;
     count_seq(block_.seq);
     return true;
   }
@@ -245,6 +258,7 @@ bool TraceReader::read_block() {
     b.size = h.raw_size;
     b.checksum = h.checksum;
     b.seq = h.seq;
+    b.disk_size = uint32_t(total);
     return true;
   }
 }

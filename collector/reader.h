@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "collector/codec.h"
 #include "collector/format.h"
 
 namespace cutrace {
@@ -63,6 +64,10 @@ struct ReadStatus {
   uint64_t bad_records = 0;     // malformed records skipped (too short, past the block end)
   uint64_t trailing_bytes = 0;  // bytes of an incomplete last block (file cut while writing)
   uint64_t dropped = 0;         // sum of Dropped records (End.dropped is the writer's total)
+  uint64_t unresolved_configs = 0;  // 2.x: kernels whose KernelConfig was in a lost block
+  uint64_t payload_bytes = 0;   // decompressed payload bytes of the good blocks
+  uint64_t compressed_bytes = 0;  // their block headers and compressed bytes, as on disk
+  codec::ColumnSizes columns;   // 2.x: packed bytes per column, summed over the good blocks
   bool complete = false;        // End record seen; false: truncated (process killed, ...)
   fmt::EndRec end{};            // valid when complete
 };
@@ -130,10 +135,13 @@ class TraceReader {
 
  private:
   struct Block {
-    std::vector<char> raw;
+    std::vector<char> raw;      // the decompressed payload
     uint32_t size = 0;
     uint32_t checksum = 0;
     uint64_t seq = 0;
+    uint32_t disk_size = 0;     // header + compressed bytes
+    std::vector<char> records;  // 2.x: the payload unpacked into plain records
+    size_t records_size = 0;
   };
 
   void reset(const std::string& path);  // forgets the previous file entirely
@@ -155,6 +163,7 @@ class TraceReader {
   ReadStatus status_;
   uint64_t next_seq_ = 0;
   Block block_;
+  codec::BlockDecoder decoder_;
 
   std::unordered_map<uint32_t, std::string> strings_;
   std::unordered_map<uint16_t, uint32_t> api_names_;
@@ -246,8 +255,9 @@ class TraceSet {
 
 template <class V>
 bool TraceReader::walk(V& visit) {
-  const char* p = block_.raw.data();
-  const char* end = p + block_.size;
+  const bool packed = version_major_ >= 2;
+  const char* p = packed ? block_.records.data() : block_.raw.data();
+  const char* end = p + (packed ? block_.records_size : block_.size);
   while (p < end) {
     fmt::RecHeader h;
     if (end - p < static_cast<ptrdiff_t>(sizeof h)) {

@@ -69,8 +69,8 @@ bool TraceWriter::start() {
   raw_.reserve(fmt::kBlockTargetRaw);
   fmt::FileHeader fh{};
   std::memcpy(fh.magic, fmt::kFileMagic, sizeof fh.magic);
-  fh.version_major = fmt::kVersionMajor;
-  fh.version_minor = fmt::kVersionMinor;
+  fh.version_major = v1_ ? 1 : fmt::kVersionMajor;
+  fh.version_minor = v1_ ? 1 : fmt::kVersionMinor;
   fh.header_size = sizeof(fmt::FileHeader);
   return write_out(reinterpret_cast<const char*>(&fh), sizeof fh);
 }
@@ -136,10 +136,17 @@ bool TraceWriter::flush() {
   if (failed_) return false;
   if (raw_.empty() || !open_) return true;
 
-  const int raw_size = static_cast<int>(raw_.size());
+  const char* payload = raw_.data();
+  size_t payload_size = raw_.size();
+  if (!v1_) {
+    encoder_.encode(raw_.data(), raw_.size(), &packed_);
+    payload = packed_.data();
+    payload_size = packed_.size();
+  }
+  const int raw_size = static_cast<int>(payload_size);
   out_.resize(sizeof(fmt::BlockHeader) + LZ4_compressBound(raw_size));
   char* body = out_.data() + sizeof(fmt::BlockHeader);
-  int csize = LZ4_compress_default(raw_.data(), body, raw_size,
+  int csize = LZ4_compress_default(payload, body, raw_size,
                                    static_cast<int>(out_.size() - sizeof(fmt::BlockHeader)));
   if (csize <= 0) {
     fail("LZ4 compression failed");
@@ -149,7 +156,7 @@ bool TraceWriter::flush() {
   bh.magic = fmt::kBlockMagic;
   bh.compressed_size = static_cast<uint32_t>(csize);
   bh.raw_size = static_cast<uint32_t>(raw_size);
-  bh.checksum = fmt::xxh32(raw_.data(), raw_.size());
+  bh.checksum = fmt::xxh32(payload, payload_size);
   bh.seq = seq_++;
   std::memcpy(out_.data(), &bh, sizeof bh);
   raw_.clear();

@@ -1,6 +1,7 @@
 // TraceWriter: turns records into a cutrace file (collector/format.h). Records accumulate in a
-// raw block that is LZ4-compressed and written when the next record would not fit in
-// fmt::kBlockTargetRaw, on flush() and on close(). Single-threaded: the collector thread owns it.
+// raw block that is packed (collector/codec.h), LZ4-compressed and written when the next record
+// would not fit in fmt::kBlockTargetRaw, on flush() and on close(). Single-threaded: the
+// collector thread owns it.
 //
 // Errors never throw and never print: after a failed write, failed() is true, error() says why,
 // and further data is discarded (records are still counted) so the caller can carry on.
@@ -13,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/codec.h"
 #include "collector/format.h"
 
 namespace cutrace {
@@ -30,6 +32,9 @@ class TraceWriter {
   bool open_fd(int fd, std::string* err);
   // Appends the file bytes to *sink instead of a file (tests, tools).
   bool open_memory(std::string* sink);
+  // Before open*: write a format 1.1 file (unpacked records), as cutrace 0.1 did. For
+  // compatibility tests and size comparisons.
+  void write_v1() { v1_ = !open_; }
 
   // Returns the id (>= 1) of `s`, emitting a String record the first time it is seen.
   // Strings longer than fmt::kMaxStringBytes are truncated first.
@@ -69,10 +74,13 @@ class TraceWriter {
   bool open_ = false;
   bool closed_ = false;
   bool failed_ = false;
+  bool v1_ = false;
   std::string error_;
 
   std::vector<char> raw_;   // pending records
+  std::vector<char> packed_;  // the pending records, packed
   std::vector<char> out_;   // BlockHeader + compressed bytes
+  codec::BlockEncoder encoder_;
   uint64_t seq_ = 0;
   uint64_t records_ = 0;
   uint64_t bytes_written_ = 0;

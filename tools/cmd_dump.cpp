@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ struct Options {
   std::string path;
   uint64_t limit = 0;  // 0: no limit
   std::string type;
+  bool stats = false;
 };
 
 std::string flag_names(uint32_t flags, const std::pair<uint32_t, const char*>* names, size_t n) {
@@ -377,12 +379,44 @@ void print_status(const TraceReader& r) {
   std::printf("status    %s\n", line.c_str());
 }
 
+// --stats: what the file spends its bytes on. Packed column sizes are before LZ4; the LZ4 ratio
+// of the whole file applies to them roughly, not exactly.
+void print_stats(TraceReader& r) {
+  std::map<uint16_t, uint64_t> counts;
+  r.read([&](const Record& rec) { ++counts[rec.type_raw()]; });
+  const cutrace::ReadStatus& s = r.status();
+  uint64_t kernels = counts[uint16_t(tf::RecType::Kernel)];
+  std::printf("kernels %llu, file bytes %llu, B/kernel %.2f\n", (unsigned long long)kernels,
+              (unsigned long long)r.file_size(), kernels ? double(r.file_size()) / double(kernels) : 0.0);
+  std::printf("records %llu, B/record %.2f, blocks %llu, payload %llu bytes -> %llu on disk (LZ4 x%.2f)\n",
+              (unsigned long long)s.records, s.records ? double(r.file_size()) / double(s.records) : 0.0,
+              (unsigned long long)s.blocks, (unsigned long long)s.payload_bytes,
+              (unsigned long long)s.compressed_bytes,
+              s.compressed_bytes ? double(s.payload_bytes) / double(s.compressed_bytes) : 0.0);
+  for (const auto& [type, n] : counts) {
+    std::printf("  %-10s %12llu records\n", type_name(type), (unsigned long long)n);
+  }
+  if (r.version_major() >= 2) {
+    std::printf("packed columns (bytes before LZ4; per kernel):\n");
+    for (int c = 0; c < tf::kColumnCount; ++c) {
+      uint64_t b = s.columns.bytes[c];
+      std::printf("  %-12s %12llu  %6.2f\n", cutrace::codec::column_name(c), (unsigned long long)b,
+                  kernels ? double(b) / double(kernels) : 0.0);
+    }
+  }
+  print_status(r);
+}
+
 int run(const Options& o) {
   TraceReader r;
   std::string err;
   if (!r.open(o.path, &err)) {
     std::fprintf(stderr, "cutrace: %s\n", err.c_str());
     return 1;
+  }
+  if (o.stats) {
+    print_stats(r);
+    return r.error().empty() ? 0 : 1;
   }
   uint16_t only = 0;
   bool filter = !o.type.empty() && parse_type(o.type, &only);
@@ -417,6 +451,7 @@ void add_dump_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand("dump", "Print every record of one trace file");
   sub->add_option("file", o->path, "a .cutrace file")->required();
+  sub->add_flag("--stats", o->stats, "print record counts, bytes per kernel and per packed column instead of records");
   sub->add_option("--limit", o->limit, "print at most N records (the status still covers all)");
   sub->add_option("--type", o->type, "print only records of this type (Kernel, Memcpy, Range, Mark, ...)")
       ->check(CLI::Validator(

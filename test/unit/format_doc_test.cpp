@@ -2,6 +2,7 @@
 // document gives for a record type must be those of the struct. Run from the repo root.
 #include <cstddef>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "collector/codec.h"
 #include "collector/format.h"
 
 using namespace cutrace::fmt;
@@ -101,4 +103,111 @@ TEST_CASE("FORMAT.md describes the call-stack records (Module, Stack, OpStack) a
   std::map<std::string, std::pair<size_t, size_t>> want_op = {
       FIELD(OpStackRec, corr), FIELD(OpStackRec, stack), FIELD(OpStackRec, op_type), FIELD(OpStackRec, pad)};
   CHECK(op.fields == want_op);
+}
+
+#define FIELD_AS(S, f, doc) \
+  { doc, {offsetof(S, f), sizeof(S::f)} }
+
+TEST_CASE("FORMAT.md describes the operation and KernelConfig records as format.h defines them") {
+  using Fields = std::map<std::string, std::pair<size_t, size_t>>;
+  DocTable kernel = doc_table("Kernel", int(RecType::Kernel));
+  CHECK(kernel.record_size == sizeof(KernelRec));
+  CHECK(kernel.fields == Fields{FIELD(KernelRec, op), FIELD(KernelRec, name_id),
+                                FIELD_AS(KernelRec, grid, "grid[3]"), FIELD_AS(KernelRec, block, "block[3]"),
+                                FIELD(KernelRec, dyn_smem), FIELD(KernelRec, static_smem),
+                                FIELD(KernelRec, regs), FIELD(KernelRec, kind), FIELD(KernelRec, pad),
+                                FIELD(KernelRec, graph_id)});
+
+  DocTable config = doc_table("KernelConfig", int(RecType::KernelConfig));
+  CHECK(config.record_size == sizeof(KernelConfigRec));
+  CHECK(config.fields == Fields{FIELD(KernelConfigRec, id), FIELD(KernelConfigRec, name_id),
+                                FIELD_AS(KernelConfigRec, grid, "grid[3]"),
+                                FIELD_AS(KernelConfigRec, block, "block[3]"),
+                                FIELD(KernelConfigRec, dyn_smem), FIELD(KernelConfigRec, static_smem),
+                                FIELD(KernelConfigRec, regs), FIELD(KernelConfigRec, kind),
+                                FIELD(KernelConfigRec, pad), FIELD(KernelConfigRec, graph_id)});
+  // The config is KernelRec's tail, byte for byte: the packed kernel copies it back there.
+  CHECK(sizeof(KernelConfigRec) - offsetof(KernelConfigRec, name_id) ==
+        sizeof(KernelRec) - offsetof(KernelRec, name_id));
+
+  DocTable memcpy_doc = doc_table("Memcpy", int(RecType::Memcpy));
+  CHECK(memcpy_doc.record_size == sizeof(MemcpyRec));
+  CHECK(memcpy_doc.fields == Fields{FIELD(MemcpyRec, op), FIELD(MemcpyRec, bytes), FIELD(MemcpyRec, copy_kind),
+                                    FIELD(MemcpyRec, src_kind), FIELD(MemcpyRec, dst_kind), FIELD(MemcpyRec, pad),
+                                    FIELD(MemcpyRec, src_device), FIELD(MemcpyRec, dst_device)});
+  DocTable sync = doc_table("Sync", int(RecType::Sync));
+  CHECK(sync.record_size == sizeof(SyncRec));
+  CHECK(sync.fields == Fields{FIELD(SyncRec, cpu_begin), FIELD(SyncRec, cpu_end), FIELD(SyncRec, event),
+                              FIELD(SyncRec, tid), FIELD(SyncRec, stream), FIELD(SyncRec, device),
+                              FIELD(SyncRec, api), FIELD(SyncRec, result), FIELD(SyncRec, kind),
+                              FIELD(SyncRec, pad), FIELD(SyncRec, corr)});
+  DocTable memory = doc_table("Memory", int(RecType::Memory));
+  CHECK(memory.record_size == sizeof(MemoryRec));
+  CHECK(memory.fields == Fields{FIELD(MemoryRec, cpu_begin), FIELD(MemoryRec, cpu_end), FIELD(MemoryRec, address),
+                                FIELD(MemoryRec, bytes), FIELD(MemoryRec, tid), FIELD(MemoryRec, stream),
+                                FIELD(MemoryRec, device), FIELD(MemoryRec, api), FIELD(MemoryRec, result),
+                                FIELD(MemoryRec, op), FIELD(MemoryRec, mem_kind), FIELD(MemoryRec, pad)});
+  DocTable api = doc_table("Api", int(RecType::Api));
+  CHECK(api.record_size == sizeof(ApiRec));
+  CHECK(api.fields == Fields{FIELD(ApiRec, cpu_begin), FIELD(ApiRec, cpu_end), FIELD(ApiRec, corr),
+                             FIELD(ApiRec, arg), FIELD(ApiRec, tid), FIELD(ApiRec, stream), FIELD(ApiRec, api),
+                             FIELD(ApiRec, device), FIELD(ApiRec, result)});
+}
+
+// The rows "| n | `name` | ..." of the section whose heading starts with `heading`.
+static std::map<int, std::string> doc_numbered_rows(const std::string& heading, const std::string& table_head) {
+  std::ifstream in("docs/FORMAT.md");
+  std::map<int, std::string> rows;
+  std::string line;
+  bool inside = false, in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("### ", 0) == 0) {
+      if (inside) break;
+      inside = line.rfind(heading, 0) == 0;
+      continue;
+    }
+    if (!inside) continue;
+    if (line.rfind(table_head, 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (in_table && line.rfind("|", 0) != 0) in_table = false;
+    if (!in_table) continue;
+    std::stringstream ss(line.substr(1));
+    std::string num, name;
+    std::getline(ss, num, '|');
+    std::getline(ss, name, '|');
+    size_t a = name.find('`'), b = name.rfind('`');
+    try {
+      rows[std::stoi(num)] = a != std::string::npos && b > a ? name.substr(a + 1, b - a - 1) : name;
+    } catch (const std::exception&) {  // the rule row
+    }
+  }
+  return rows;
+}
+
+TEST_CASE("FORMAT.md lists the packed columns and tags in the codec's order") {
+  std::map<int, std::string> columns = doc_numbered_rows("### Packed payload", "| # | Column");
+  REQUIRE(columns.size() == kColumnCount);
+  for (int c = 0; c < kColumnCount; ++c) CHECK(columns[c] == cutrace::codec::column_name(c));
+
+  std::map<int, std::string> tags = doc_numbered_rows("### Packed payload", "| Tag | Record");
+  auto trim = [](std::string s) {
+    s.erase(0, s.find_first_not_of(' '));
+    s.erase(s.find_last_not_of(' ') + 1);
+    return s;
+  };
+  std::map<int, std::string> got;
+  for (auto& [t, name] : tags) got[t] = trim(name);
+  CHECK(got == std::map<int, std::string>{{int(RecType::Kernel), "Kernel"}, {int(RecType::Memcpy), "Memcpy"},
+                                          {int(RecType::Memset), "Memset"}, {int(RecType::Sync), "Sync"},
+                                          {int(RecType::Memory), "Memory"}, {int(RecType::Api), "Api"}});
+
+  std::ifstream in("docs/FORMAT.md");
+  std::string first, all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string title = "# cutrace trace file format, version " + std::to_string(kVersionMajor) + "." +
+                      std::to_string(kVersionMinor) + "\n";
+  CHECK(all.rfind(title, 0) == 0);
+  CHECK(all.find("`ncols` is " + std::to_string(kColumnCount) + " in " + std::to_string(kVersionMajor) +
+                 "." + std::to_string(kVersionMinor)) != std::string::npos);
 }

@@ -61,24 +61,33 @@ struct BlockInfo {
   size_t offset;   // of the BlockHeader
   size_t size;     // header + compressed bytes
   fmt::BlockHeader header;
-  size_t records;  // in the decompressed payload
+  size_t records;  // in the decompressed (2.x: and unpacked) payload
   size_t kernels;  // of which Kernel records
+  size_t unpacked;  // bytes of those records
 };
 
 // Walks the block frames of a well-formed file the slow, obvious way.
 std::vector<BlockInfo> blocks_of(const std::string& file) {
   std::vector<BlockInfo> out;
+  fmt::FileHeader fh;
+  std::memcpy(&fh, file.data(), sizeof fh);
+  codec::BlockDecoder decoder;
   size_t off = sizeof(fmt::FileHeader);
   while (off + sizeof(fmt::BlockHeader) <= file.size()) {
-    BlockInfo b{off, 0, {}, 0, 0};
+    BlockInfo b{off, 0, {}, 0, 0, 0};
     std::memcpy(&b.header, file.data() + off, sizeof b.header);
     b.size = sizeof b.header + b.header.compressed_size;
     if (off + b.size > file.size()) break;
-    std::string raw(b.header.raw_size, '\0');
+    std::vector<char> raw(b.header.raw_size, '\0');
     int got = LZ4_decompress_safe(file.data() + off + sizeof b.header, raw.data(),
                                   int(b.header.compressed_size), int(raw.size()));
     REQUIRE(got == int(raw.size()));
-    for (size_t p = 0; p < raw.size(); ++b.records) {
+    b.unpacked = raw.size();
+    if (fh.version_major >= 2) {
+      std::vector<char> packed = std::move(raw);
+      REQUIRE(decoder.decode(packed.data(), packed.size(), &raw, &b.unpacked));
+    }
+    for (size_t p = 0; p < b.unpacked; ++b.records) {
       fmt::RecHeader h;
       std::memcpy(&h, raw.data() + p, sizeof h);
       b.kernels += h.type == uint16_t(fmt::RecType::Kernel);
@@ -134,9 +143,13 @@ TEST_CASE("xxh32 matches the reference vectors") {
   CHECK(fmt::xxh32(s, strlen(s)) == 0xE2293B2Fu);
 }
 
-TEST_CASE("every record type survives a round trip") {
+TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1.1)") {
+  bool v1 = false;
+  SUBCASE("format 2.x") {}
+  SUBCASE("format 1.1, as cutrace 0.1 wrote it") { v1 = true; }
   std::string file;
   TraceWriter w;
+  if (v1) w.write_v1();
   REQUIRE(w.open_memory(&file));
   w.meta("pid", "4242");
   w.meta("host", "node01");
@@ -263,7 +276,7 @@ TEST_CASE("every record type survives a round trip") {
   CHECK(s.dropped == 17);
   CHECK(s.bad_blocks == 0);
   CHECK(s.bad_records == 0);
-  CHECK(r.version_major() == 1);
+  CHECK(r.version_major() == (v1 ? 1 : fmt::kVersionMajor));
 }
 
 TEST_CASE("strings are interned once, ids from 1, long ones truncated") {
@@ -299,9 +312,10 @@ TEST_CASE("blocks split at 256 KiB and records never span blocks") {
   for (size_t i = 0; i < blocks.size(); ++i) {
     CHECK(value(blocks[i].header.magic) == fmt::kBlockMagic);
     CHECK(value(blocks[i].header.seq) == i);
-    CHECK(value(blocks[i].header.raw_size) <= fmt::kBlockTargetRaw);
+    CHECK(blocks[i].unpacked <= fmt::kBlockTargetRaw);
+    CHECK(value(blocks[i].header.raw_size) < blocks[i].unpacked / 2);  // packed: kernels shrink
     if (i + 1 < blocks.size()) {
-      CHECK(value(blocks[i].header.raw_size) > fmt::kBlockTargetRaw - sizeof(fmt::KernelRec));
+      CHECK(blocks[i].unpacked > fmt::kBlockTargetRaw - sizeof(fmt::KernelRec));
     }
     records += blocks[i].records;
   }
@@ -458,11 +472,11 @@ TEST_CASE("unreadable files give clear errors") {
   CHECK(open_error(good.substr(0, 12)) == "t.cutrace: truncated header (12 of 16 bytes)");
 
   std::string newer = good;
-  uint16_t major = 2, minor = 3;
+  uint16_t major = fmt::kVersionMajor + 1, minor = 3;
   std::memcpy(&newer[offsetof(fmt::FileHeader, version_major)], &major, 2);
   std::memcpy(&newer[offsetof(fmt::FileHeader, version_minor)], &minor, 2);
   CHECK(open_error(newer) ==
-        "t.cutrace: trace format version 2.3 is newer than this reader (1.x); upgrade cutrace");
+        "t.cutrace: trace format version 3.3 is newer than this reader (2.x); upgrade cutrace");
 
   std::string newer_minor = good;
   std::memcpy(&newer_minor[offsetof(fmt::FileHeader, version_minor)], &minor, 2);

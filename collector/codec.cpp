@@ -1,0 +1,497 @@
+#include "collector/codec.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cutrace::codec {
+namespace {
+
+using fmt::Column;
+constexpr size_t kConfigBytes = sizeof(fmt::KernelRec) - offsetof(fmt::KernelRec, name_id);
+static_assert(kConfigBytes == sizeof(fmt::KernelConfigRec) - offsetof(fmt::KernelConfigRec, name_id));
+
+uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+int64_t unzigzag(uint64_t u) { return int64_t(u >> 1) ^ -int64_t(u & 1); }
+
+uint64_t load(const char* p, size_t size) {  // little-endian, zero-extended
+  uint64_t v = 0;
+  std::memcpy(&v, p, size);
+  return v;
+}
+int64_t load_signed(const char* p, size_t size) {
+  uint64_t v = load(p, size);
+  unsigned shift = unsigned(64 - 8 * size);
+  return int64_t(v << shift) >> shift;
+}
+void store(char* p, size_t size, uint64_t v) { std::memcpy(p, &v, size); }
+
+// Previous values per thread (cpu_begin) or per stream (gpu_end), reset every block. A
+// direct-mapped table of 256 slots: slot = (key * 0x9E3779B97F4A7C15) >> 56; a slot holding
+// another key is a miss (the caller falls back to its default prediction) and is overwritten.
+class Lanes {
+ public:
+  void clear() { std::memset(used_, 0, sizeof used_); }
+  bool find(uint64_t key, int64_t* v) const {
+    unsigned s = slot(key);
+    if (!used_[s] || keys_[s] != key) return false;
+    *v = vals_[s];
+    return true;
+  }
+  void set(uint64_t key, int64_t v) {
+    unsigned s = slot(key);
+    used_[s] = 1;
+    keys_[s] = key;
+    vals_[s] = v;
+  }
+
+ private:
+  static unsigned slot(uint64_t key) { return unsigned((key * 0x9E3779B97F4A7C15ull) >> 56); }
+  uint8_t used_[256];
+  uint64_t keys_[256];
+  int64_t vals_[256];
+};
+
+// Prediction state shared by the encoder and the decoder; fresh for every block.
+struct State {
+  Lanes cpu;         // tid -> cpu_begin of its previous record
+  Lanes gpu;         // device << 32 | stream -> gpu_end of its previous timed operation
+  int64_t last_cpu;  // cpu_begin of the previous record with CPU times
+  uint64_t prev[fmt::kColumnCount];  // delta-coded columns: the previous value
+  void reset() {
+    cpu.clear();
+    gpu.clear();
+    last_cpu = 0;
+    std::memset(prev, 0, sizeof prev);
+  }
+  int64_t predict_cpu(uint32_t tid) const {
+    int64_t v = last_cpu;
+    cpu.find(tid, &v);
+    return v;
+  }
+  void saw_cpu(uint32_t tid, int64_t begin) {
+    cpu.set(tid, begin);
+    last_cpu = begin;
+  }
+  int64_t predict_gpu(uint64_t lane, int64_t cpu_end) const {
+    int64_t prev_end = 0;
+    gpu.find(lane, &prev_end);
+    return std::max(prev_end, cpu_end);
+  }
+};
+
+// ---- the record layouts, written once for both directions ------------------------------------
+//
+// `IO` is Writer (reads the fields of a record and appends varints to the columns) or Reader
+// (reads varints and stores the fields of a zeroed record). The order of the calls is the order
+// of the values in each column; fields used as keys (tid, stream, device) come first.
+
+#define AT(R, member) r + offsetof(R, member), sizeof(static_cast<R*>(nullptr)->member)
+
+template <class IO>
+void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
+  uint32_t tid = uint32_t(load(r + tid_off, 4));
+  io.cpu_times(tid, r + begin_off, r + end_off);
+}
+
+template <class IO, class R>
+void code_op(IO& io, char* r) {
+  constexpr size_t op = offsetof(R, op);
+  using O = fmt::OpCommon;
+  io.u(fmt::kColThread, r + op + offsetof(O, tid), 4);
+  io.u(fmt::kColStream, r + op + offsetof(O, stream), 4);
+  io.u(fmt::kColDevice, r + op + offsetof(O, device), 2);
+  io.u(fmt::kColApi, r + op + offsetof(O, api), 2);
+  io.u(fmt::kColFlags, r + op + offsetof(O, flags), 2);
+  io.z(fmt::kColResult, r + op + offsetof(O, result), 4);
+  io.delta(fmt::kColCorr, r + op + offsetof(O, corr), 8);
+  code_cpu_times(io, r, op + offsetof(O, cpu_begin), op + offsetof(O, cpu_end), op + offsetof(O, tid));
+  uint64_t lane = load(r + op + offsetof(O, device), 2) << 32 | load(r + op + offsetof(O, stream), 4);
+  io.gpu_times(lane, load_signed(r + op + offsetof(O, cpu_end), 8), r + op + offsetof(O, gpu_start),
+               r + op + offsetof(O, gpu_end));
+}
+
+template <class IO>
+void code_kernel(IO& io, char* r) {
+  code_op<IO, fmt::KernelRec>(io, r);
+  io.config(r + offsetof(fmt::KernelRec, name_id));
+}
+
+template <class IO>
+void code_memcpy(IO& io, char* r) {
+  using R = fmt::MemcpyRec;
+  code_op<IO, R>(io, r);
+  io.u(fmt::kColBytes, AT(R, bytes));
+  io.u(fmt::kColSmall, AT(R, copy_kind));
+  io.u(fmt::kColSmall, AT(R, src_kind));
+  io.u(fmt::kColSmall, AT(R, dst_kind));
+  io.u(fmt::kColDevice, AT(R, src_device));
+  io.u(fmt::kColDevice, AT(R, dst_device));
+}
+
+template <class IO>
+void code_memset(IO& io, char* r) {
+  using R = fmt::MemsetRec;
+  code_op<IO, R>(io, r);
+  io.u(fmt::kColBytes, AT(R, bytes));
+  io.u(fmt::kColSmall, AT(R, value));
+  io.u(fmt::kColSmall, AT(R, element_size));
+}
+
+template <class IO>
+void code_sync(IO& io, char* r) {
+  using R = fmt::SyncRec;
+  io.u(fmt::kColThread, AT(R, tid));
+  io.u(fmt::kColStream, AT(R, stream));
+  io.u(fmt::kColDevice, AT(R, device));
+  io.u(fmt::kColApi, AT(R, api));
+  io.z(fmt::kColResult, AT(R, result));
+  io.u(fmt::kColSmall, AT(R, kind));
+  io.delta(fmt::kColCorr, AT(R, corr));
+  io.delta(fmt::kColHandle, AT(R, event));
+  code_cpu_times(io, r, offsetof(R, cpu_begin), offsetof(R, cpu_end), offsetof(R, tid));
+}
+
+template <class IO>
+void code_memory(IO& io, char* r) {
+  using R = fmt::MemoryRec;
+  io.u(fmt::kColThread, AT(R, tid));
+  io.u(fmt::kColStream, AT(R, stream));
+  io.u(fmt::kColDevice, AT(R, device));
+  io.u(fmt::kColApi, AT(R, api));
+  io.z(fmt::kColResult, AT(R, result));
+  io.u(fmt::kColSmall, AT(R, op));
+  io.u(fmt::kColSmall, AT(R, mem_kind));
+  io.delta(fmt::kColHandle, AT(R, address));
+  io.u(fmt::kColBytes, AT(R, bytes));
+  code_cpu_times(io, r, offsetof(R, cpu_begin), offsetof(R, cpu_end), offsetof(R, tid));
+}
+
+template <class IO>
+void code_api(IO& io, char* r) {
+  using R = fmt::ApiRec;
+  io.u(fmt::kColThread, AT(R, tid));
+  io.u(fmt::kColStream, AT(R, stream));
+  io.u(fmt::kColDevice, AT(R, device));
+  io.u(fmt::kColApi, AT(R, api));
+  io.z(fmt::kColResult, AT(R, result));
+  io.delta(fmt::kColCorr, AT(R, corr));
+  io.delta(fmt::kColHandle, AT(R, arg));
+  code_cpu_times(io, r, offsetof(R, cpu_begin), offsetof(R, cpu_end), offsetof(R, tid));
+}
+
+#undef AT
+
+// The packed record types and their struct sizes.
+size_t packed_size(uint16_t type) {
+  switch (static_cast<fmt::RecType>(type)) {
+    case fmt::RecType::Kernel: return sizeof(fmt::KernelRec);
+    case fmt::RecType::Memcpy: return sizeof(fmt::MemcpyRec);
+    case fmt::RecType::Memset: return sizeof(fmt::MemsetRec);
+    case fmt::RecType::Sync: return sizeof(fmt::SyncRec);
+    case fmt::RecType::Memory: return sizeof(fmt::MemoryRec);
+    case fmt::RecType::Api: return sizeof(fmt::ApiRec);
+    default: return 0;
+  }
+}
+
+template <class IO>
+void code_record(IO& io, uint16_t type, char* r) {
+  switch (static_cast<fmt::RecType>(type)) {
+    case fmt::RecType::Kernel: return code_kernel(io, r);
+    case fmt::RecType::Memcpy: return code_memcpy(io, r);
+    case fmt::RecType::Memset: return code_memset(io, r);
+    case fmt::RecType::Sync: return code_sync(io, r);
+    case fmt::RecType::Memory: return code_memory(io, r);
+    case fmt::RecType::Api: return code_api(io, r);
+    default: return;
+  }
+}
+
+bool zero(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i]) return false;
+  }
+  return true;
+}
+
+// Whether the packed form reproduces the record exactly: pads are 0 and GPU times are not
+// negative (so that "1 + zigzag(delta)" never wraps to the 0 that means "no time").
+bool packable(uint16_t type, const char* r) {
+  auto op_ok = [&](size_t op) {
+    return zero(r + op + offsetof(fmt::OpCommon, pad), 2) &&
+           load_signed(r + op + offsetof(fmt::OpCommon, gpu_start), 8) >= 0 &&
+           load_signed(r + op + offsetof(fmt::OpCommon, gpu_end), 8) >= 0;
+  };
+  switch (static_cast<fmt::RecType>(type)) {
+    case fmt::RecType::Kernel:
+      return op_ok(offsetof(fmt::KernelRec, op)) && zero(r + offsetof(fmt::KernelRec, pad), 1);
+    case fmt::RecType::Memcpy:
+      return op_ok(offsetof(fmt::MemcpyRec, op)) && zero(r + offsetof(fmt::MemcpyRec, pad), 1);
+    case fmt::RecType::Memset:
+      return op_ok(offsetof(fmt::MemsetRec, op)) && zero(r + offsetof(fmt::MemsetRec, pad), 3);
+    case fmt::RecType::Sync: return zero(r + offsetof(fmt::SyncRec, pad), 3);
+    case fmt::RecType::Memory: return zero(r + offsetof(fmt::MemoryRec, pad), 2);
+    case fmt::RecType::Api: return true;
+    default: return false;
+  }
+}
+
+// ---- encoder ---------------------------------------------------------------------------------
+
+void put_varint(std::string& out, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = char(v | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = char(v);
+  out.append(buf, n);
+}
+
+struct Writer {
+  std::string col[fmt::kColumnCount];
+  State st;
+  std::unordered_map<std::string, uint32_t>* configs;
+
+  void u(Column c, char* p, size_t size) { put_varint(col[c], load(p, size)); }
+  void z(Column c, char* p, size_t size) { put_varint(col[c], zigzag(load_signed(p, size))); }
+  void delta(Column c, char* p, size_t size) {
+    uint64_t v = load(p, size);
+    put_varint(col[c], zigzag(int64_t(v - st.prev[c])));
+    st.prev[c] = v;
+  }
+  void cpu_times(uint32_t tid, char* begin_p, char* end_p) {
+    int64_t begin = load_signed(begin_p, 8), end = load_signed(end_p, 8);
+    put_varint(col[fmt::kColCpuBegin], zigzag(int64_t(uint64_t(begin) - uint64_t(st.predict_cpu(tid)))));
+    put_varint(col[fmt::kColCpuDuration], zigzag(int64_t(uint64_t(end) - uint64_t(begin))));
+    st.saw_cpu(tid, begin);
+  }
+  void gpu_times(uint64_t lane, int64_t cpu_end, char* start_p, char* end_p) {
+    int64_t start = load_signed(start_p, 8), end = load_signed(end_p, 8);
+    int64_t pred = st.predict_gpu(lane, cpu_end);
+    put_varint(col[fmt::kColGpuStart], start ? 1 + zigzag(int64_t(uint64_t(start) - uint64_t(pred))) : 0);
+    int64_t base = start ? start : cpu_end;
+    put_varint(col[fmt::kColGpuDuration], end ? 1 + zigzag(int64_t(uint64_t(end) - uint64_t(base))) : 0);
+    if (end) st.gpu.set(lane, end);
+  }
+  void config(char* p) {  // the id was assigned by BlockEncoder::encode before
+    put_varint(col[fmt::kColConfig], configs->at(std::string(p, kConfigBytes)));
+  }
+};
+
+}  // namespace
+
+const char* column_name(int column) {
+  static const char* const names[fmt::kColumnCount] = {
+      "tag",       "verbatim",     "corr",      "thread",       "stream",   "device",
+      "api",       "flags",        "result",    "cpu_begin",    "cpu_dur",  "gpu_start",
+      "gpu_dur",   "config",       "bytes",     "handle",       "small"};
+  return column >= 0 && column < fmt::kColumnCount ? names[column] : "?";
+}
+
+void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
+  Writer w;
+  w.st.reset();
+  w.configs = &configs_;
+  std::string& tags = w.col[fmt::kColTag];
+  auto verbatim = [&](const char* rec, size_t size) {
+    tags.push_back(0);
+    w.col[fmt::kColVerbatim].append(rec, size);
+  };
+  for (size_t off = 0; off + sizeof(fmt::RecHeader) <= n;) {
+    fmt::RecHeader h;
+    std::memcpy(&h, raw + off, sizeof h);
+    if (h.size < sizeof h || h.size > n - off) break;  // the writer never produces these
+    const char* rec = raw + off;
+    off += h.size;
+    size_t want = packed_size(h.type);
+    if (want == 0 || h.size != want || !packable(h.type, rec)) {
+      verbatim(rec, h.size);
+      continue;
+    }
+    if (h.type == uint16_t(fmt::RecType::Kernel)) {
+      std::string key(rec + offsetof(fmt::KernelRec, name_id), kConfigBytes);
+      if (!configs_.count(key)) {
+        if (configs_.size() >= fmt::kMaxKernelConfigs) {
+          verbatim(rec, h.size);
+          continue;
+        }
+        fmt::KernelConfigRec c{};
+        c.h.type = uint16_t(fmt::RecType::KernelConfig);
+        c.h.size = sizeof c;
+        c.id = uint32_t(configs_.size() + 1);
+        std::memcpy(reinterpret_cast<char*>(&c) + offsetof(fmt::KernelConfigRec, name_id), key.data(),
+                    kConfigBytes);
+        configs_.emplace(std::move(key), c.id);
+        verbatim(reinterpret_cast<const char*>(&c), sizeof c);
+      }
+    }
+    tags.push_back(char(h.type));
+    code_record(w, h.type, const_cast<char*>(rec));  // Writer only reads the record
+  }
+  std::string head;
+  put_varint(head, fmt::kColumnCount);
+  size_t total = 0;
+  for (const std::string& c : w.col) {
+    put_varint(head, c.size());
+    total += c.size();
+  }
+  out->clear();
+  out->reserve(head.size() + total);
+  out->insert(out->end(), head.begin(), head.end());
+  for (const std::string& c : w.col) out->insert(out->end(), c.begin(), c.end());
+}
+
+// ---- decoder ---------------------------------------------------------------------------------
+
+namespace {
+
+struct Cursor {
+  const uint8_t* p = nullptr;
+  const uint8_t* end = nullptr;
+};
+
+struct Reader {
+  Cursor col[fmt::kColumnCount];
+  State st;
+  const std::vector<fmt::KernelConfigRec>* configs;
+  uint64_t unresolved = 0;
+  bool bad = false;
+
+  uint64_t get(Column c) {
+    Cursor& k = col[c];
+    if (__builtin_expect(k.end - k.p >= 10, 1)) {  // fast path: no bounds check per byte
+      uint64_t b = *k.p++;
+      if (b < 0x80) return b;
+      uint64_t v = b & 0x7F;
+      for (unsigned shift = 7; shift < 70; shift += 7) {
+        b = *k.p++;
+        v |= (b & 0x7F) << shift;
+        if (b < 0x80) return v;
+      }
+      bad = true;
+      return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+      if (k.p == k.end) break;
+      uint8_t b = *k.p++;
+      v |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    bad = true;
+    return 0;
+  }
+  void u(Column c, char* p, size_t size) { store(p, size, get(c)); }
+  void z(Column c, char* p, size_t size) { store(p, size, uint64_t(unzigzag(get(c)))); }
+  void delta(Column c, char* p, size_t size) {
+    uint64_t v = st.prev[c] + uint64_t(unzigzag(get(c)));
+    store(p, size, v);
+    st.prev[c] = load(p, size);
+  }
+  void cpu_times(uint32_t tid, char* begin_p, char* end_p) {
+    int64_t begin = int64_t(uint64_t(st.predict_cpu(tid)) + uint64_t(unzigzag(get(fmt::kColCpuBegin))));
+    int64_t end = int64_t(uint64_t(begin) + uint64_t(unzigzag(get(fmt::kColCpuDuration))));
+    store(begin_p, 8, uint64_t(begin));
+    store(end_p, 8, uint64_t(end));
+    st.saw_cpu(tid, begin);
+  }
+  void gpu_times(uint64_t lane, int64_t cpu_end, char* start_p, char* end_p) {
+    uint64_t s = get(fmt::kColGpuStart), e = get(fmt::kColGpuDuration);
+    int64_t start = s ? int64_t(uint64_t(st.predict_gpu(lane, cpu_end)) + uint64_t(unzigzag(s - 1))) : 0;
+    int64_t base = start ? start : cpu_end;
+    int64_t end = e ? int64_t(uint64_t(base) + uint64_t(unzigzag(e - 1))) : 0;
+    store(start_p, 8, uint64_t(start));
+    store(end_p, 8, uint64_t(end));
+    if (end) st.gpu.set(lane, end);
+  }
+  void config(char* p) {
+    uint64_t id = get(fmt::kColConfig);
+    if (id >= 1 && id <= configs->size() && (*configs)[id - 1].h.size != 0) {
+      std::memcpy(p, reinterpret_cast<const char*>(&(*configs)[id - 1]) + offsetof(fmt::KernelConfigRec, name_id),
+                  kConfigBytes);
+    } else {
+      ++unresolved;  // its KernelConfig was in a lost block: name_id 0, zero dimensions
+    }
+  }
+};
+
+}  // namespace
+
+bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size,
+                          ColumnSizes* sizes) {
+  Reader rd;
+  rd.st.reset();
+  rd.configs = &configs_;
+  Cursor head{reinterpret_cast<const uint8_t*>(payload), reinterpret_cast<const uint8_t*>(payload) + n};
+  rd.col[0] = head;
+  uint64_t ncols = rd.get(fmt::kColTag);
+  if (rd.bad || ncols < fmt::kColumnCount || ncols > 255) return false;
+  uint64_t lens[256];
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < ncols; ++i) {
+    lens[i] = rd.get(fmt::kColTag);
+    total += lens[i];
+    if (rd.bad || lens[i] > n || total > n) return false;
+  }
+  const uint8_t* p = rd.col[0].p;
+  if (total != uint64_t(rd.col[0].end - p)) return false;
+  for (uint64_t i = 0; i < ncols; ++i) {  // columns of a later minor version are skipped
+    if (i < fmt::kColumnCount) {
+      rd.col[i] = Cursor{p, p + lens[i]};
+    }
+    p += lens[i];
+  }
+
+  size_t used = 0;
+  auto room = [&](size_t size) -> char* {
+    if (used + size > fmt::kMaxBlockDecoded) return nullptr;
+    if (out->size() < used + size) out->resize(std::max(used + size, std::min<size_t>(2 * out->size() + 4096, fmt::kMaxBlockDecoded)));
+    char* at = out->data() + used;
+    used += size;
+    return at;
+  };
+  Cursor& tags = rd.col[fmt::kColTag];
+  Cursor& verb = rd.col[fmt::kColVerbatim];
+  while (tags.p < tags.end) {
+    uint8_t tag = *tags.p++;
+    if (tag == 0) {
+      fmt::RecHeader h;
+      if (verb.end - verb.p < ptrdiff_t(sizeof h)) return false;
+      std::memcpy(&h, verb.p, sizeof h);
+      if (h.size < sizeof h || h.size > verb.end - verb.p) return false;
+      const char* rec = reinterpret_cast<const char*>(verb.p);
+      verb.p += h.size;
+      if (h.type == uint16_t(fmt::RecType::KernelConfig) && h.size >= sizeof(fmt::KernelConfigRec)) {
+        fmt::KernelConfigRec c;
+        std::memcpy(&c, rec, sizeof c);
+        if (c.id == 0 || c.id > fmt::kMaxKernelConfigs) return false;
+        if (configs_.size() < c.id) configs_.resize(c.id);
+        configs_[c.id - 1] = c;
+        continue;
+      }
+      char* dst = room(h.size);
+      if (!dst) return false;
+      std::memcpy(dst, rec, h.size);
+      continue;
+    }
+    size_t size = packed_size(tag);
+    if (size == 0) return false;  // a packed type this reader does not know
+    char* dst = room(size);
+    if (!dst) return false;
+    std::memset(dst, 0, size);
+    fmt::RecHeader h{tag, uint16_t(size)};
+    std::memcpy(dst, &h, sizeof h);
+    code_record(rd, tag, dst);
+    if (rd.bad) return false;
+  }
+  *out_size = used;
+  unresolved_ += rd.unresolved;
+  if (sizes) {
+    for (int i = 0; i < fmt::kColumnCount; ++i) sizes->bytes[i] += lens[i];
+  }
+  return true;
+}
+
+}  // namespace cutrace::codec

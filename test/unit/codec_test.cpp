@@ -1,0 +1,253 @@
+// The packed block encoding of format 2.x (collector/codec.h): every record comes back byte for
+// byte, whatever its values; what cannot be packed exactly is written verbatim; damage is caught.
+#include <lz4.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "collector/codec.h"
+#include "collector/reader.h"
+#include "collector/writer.h"
+
+using namespace cutrace;
+
+namespace {
+
+std::string bytes_of(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
+
+// Writes `recs` (whole records) through a 2.x writer and reads them back.
+std::vector<std::string> round_trip(const std::vector<std::string>& recs, ReadStatus* status = nullptr) {
+  std::string file;
+  TraceWriter w;
+  REQUIRE(w.open_memory(&file));
+  for (const std::string& r : recs) w.append(r.data());
+  w.close(0, fmt::kEndClean);
+  TraceReader rd;
+  std::string err;
+  REQUIRE(rd.open_memory(file, "t", &err));
+  std::vector<std::string> got;
+  rd.read([&](const Record& r) {
+    if (r.type() != fmt::RecType::End) got.push_back(bytes_of(r.data(), r.size()));
+  });
+  if (status) *status = rd.status();
+  return got;
+}
+
+template <class R>
+std::string rec(R r, fmt::RecType t) {
+  r.h.type = uint16_t(t);
+  r.h.size = sizeof r;
+  return bytes_of(&r, sizeof r);
+}
+
+// Random values for every byte of a record, then the pads cleared (or not).
+template <class R>
+R random_rec(std::mt19937_64& rng) {
+  R r;
+  auto* p = reinterpret_cast<unsigned char*>(&r);
+  for (size_t i = 0; i < sizeof r; ++i) p[i] = static_cast<unsigned char>(rng());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("packed records come back byte for byte, whatever their values") {
+  std::mt19937_64 rng(99);
+  std::vector<std::string> recs;
+  auto packable_op = [&](fmt::OpCommon& op) {  // pads 0, GPU times >= 0: what the writer packs
+    op.pad = 0;
+    op.gpu_start &= INT64_MAX;
+    op.gpu_end &= INT64_MAX;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    int64_t small = int64_t(rng() % 1000);
+    switch (rng() % 6) {
+      case 0: {
+        auto k = random_rec<fmt::KernelRec>(rng);
+        packable_op(k.op);
+        k.pad = 0;
+        if (i % 3 == 0) k.op.gpu_start = k.op.gpu_end = 0;  // "not measured"
+        if (i % 5 == 0) k.op.gpu_start = k.op.cpu_end + small;
+        if (i % 7) k.op.tid = uint32_t(i % 300);  // more threads than lane slots: collisions
+        if (i % 11) std::memset(k.grid, 0, sizeof k.grid);  // some configurations repeat
+        recs.push_back(rec(k, fmt::RecType::Kernel));
+        break;
+      }
+      case 1: {
+        auto c = random_rec<fmt::MemcpyRec>(rng);
+        packable_op(c.op);
+        c.pad = 0;
+        recs.push_back(rec(c, fmt::RecType::Memcpy));
+        break;
+      }
+      case 2: {
+        auto m = random_rec<fmt::MemsetRec>(rng);
+        packable_op(m.op);
+        std::memset(m.pad, 0, sizeof m.pad);
+        recs.push_back(rec(m, fmt::RecType::Memset));
+        break;
+      }
+      case 3: {
+        auto y = random_rec<fmt::SyncRec>(rng);
+        std::memset(y.pad, 0, sizeof y.pad);
+        recs.push_back(rec(y, fmt::RecType::Sync));
+        break;
+      }
+      case 4: {
+        auto m = random_rec<fmt::MemoryRec>(rng);
+        std::memset(m.pad, 0, sizeof m.pad);
+        recs.push_back(rec(m, fmt::RecType::Memory));
+        break;
+      }
+      default: recs.push_back(rec(random_rec<fmt::ApiRec>(rng), fmt::RecType::Api)); break;
+    }
+  }
+  ReadStatus s;
+  std::vector<std::string> got = round_trip(recs, &s);
+  REQUIRE(got.size() == recs.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != recs[i]) FAIL("record " << i << " differs");
+  }
+  CHECK(s.bad_blocks == 0);
+  CHECK(s.unresolved_configs == 0);
+  CHECK(s.columns.bytes[fmt::kColVerbatim] < 20000 * 60);  // mostly packed (configs are verbatim)
+  CHECK(s.columns.bytes[fmt::kColGpuDuration] > 0);
+}
+
+TEST_CASE("records the packing cannot reproduce are written verbatim and still come back") {
+  fmt::KernelRec k{};
+  k.op.cpu_begin = 100;
+  k.op.gpu_start = -5;  // negative GPU time: "1 + zigzag" could wrap to the 0 of "no time"
+  k.op.gpu_end = INT64_MIN;
+  fmt::KernelRec padded{};
+  padded.pad = 7;
+  fmt::MemsetRec set{};
+  set.pad[1] = 1;
+  struct {
+    fmt::KernelRec k;
+    uint32_t extra;  // a later minor's appended field
+  } longer{};
+  longer.k.h.type = uint16_t(fmt::RecType::Kernel);
+  longer.k.h.size = sizeof longer;
+  longer.extra = 0xABCD;
+  std::vector<std::string> recs = {rec(k, fmt::RecType::Kernel), rec(padded, fmt::RecType::Kernel),
+                                   rec(set, fmt::RecType::Memset), bytes_of(&longer, sizeof longer)};
+  CHECK(round_trip(recs) == recs);
+}
+
+TEST_CASE("kernel configurations are written once per file, not once per kernel") {
+  std::string file;
+  TraceWriter w;
+  REQUIRE(w.open_memory(&file));
+  uint32_t names[3] = {w.intern("a"), w.intern("b"), w.intern("c")};
+  int64_t t = 1000000000;
+  const int n = 30000;
+  for (int i = 0; i < n; ++i) {
+    fmt::KernelRec k{};
+    k.op.corr = uint64_t(i + 1);
+    k.op.cpu_begin = t;
+    k.op.cpu_end = t + 3000;
+    k.op.gpu_start = t + 9000;
+    k.op.gpu_end = t + 29000;
+    k.op.tid = 4242;
+    k.op.stream = 1;
+    k.name_id = names[i % 3];
+    k.grid[0] = 1024;
+    k.block[0] = 256;
+    w.add(k, fmt::RecType::Kernel);
+    t += 20000;
+    if (i == n / 2) w.flush();
+  }
+  w.close(0, fmt::kEndClean);
+  CHECK(file.size() < size_t(n) * 2);  // a perfectly regular loop: under 2 bytes a kernel
+
+  TraceReader r;
+  std::string err;
+  REQUIRE(r.open_memory(file, "t", &err));
+  int kernels = 0;
+  std::string last_name;
+  r.read([&](const Record& rec) {
+    CHECK(rec.type() != fmt::RecType::KernelConfig);  // consumed by the reader
+    if (rec.type() == fmt::RecType::Kernel) {
+      ++kernels;
+      last_name = r.str(rec.as<fmt::KernelRec>().name_id);
+    }
+  });
+  CHECK(kernels == n);
+  CHECK(last_name == "c");
+  CHECK(r.status().records == n + 4);  // 3 Strings, the kernels, End: no KernelConfig
+}
+
+TEST_CASE("a packed payload that does not unpack is a bad block, even with a good checksum") {
+  std::string file;
+  TraceWriter w;
+  REQUIRE(w.open_memory(&file));
+  fmt::ApiRec a{};
+  a.cpu_begin = 5;
+  for (int i = 0; i < 100; ++i) w.add(a, fmt::RecType::Api);
+  w.flush();
+  for (int i = 0; i < 100; ++i) w.add(a, fmt::RecType::Api);
+  w.close(0, fmt::kEndClean);
+
+  // Rewrite the first block: its tag column claims one Api record more than the columns hold.
+  size_t off = sizeof(fmt::FileHeader);
+  fmt::BlockHeader bh;
+  std::memcpy(&bh, file.data() + off, sizeof bh);
+  std::vector<char> payload(bh.raw_size);
+  REQUIRE(LZ4_decompress_safe(file.data() + off + sizeof bh, payload.data(), int(bh.compressed_size),
+                              int(bh.raw_size)) == int(bh.raw_size));
+  std::vector<char> unpacked;
+  size_t size = 0;
+  codec::BlockDecoder ok;
+  REQUIRE(ok.decode(payload.data(), payload.size(), &unpacked, &size));
+  CHECK(size == 100 * sizeof(fmt::ApiRec));
+  // Header: ncols, then the column lengths (varints); the tag column comes first after it.
+  size_t at = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      uint8_t b = uint8_t(payload[at++]);
+      v |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  auto put = [](std::vector<char>& out, uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out.push_back(char(v | 0x80));
+    out.push_back(char(v));
+  };
+  uint64_t ncols = varint();
+  REQUIRE(ncols == fmt::kColumnCount);
+  std::vector<uint64_t> lens;
+  for (uint64_t i = 0; i < ncols; ++i) lens.push_back(varint());
+  REQUIRE(lens[fmt::kColTag] == 100);
+  std::vector<char> bad;
+  put(bad, ncols);
+  for (uint64_t i = 0; i < ncols; ++i) put(bad, lens[i] + (i == fmt::kColTag));
+  bad.insert(bad.end(), payload.begin() + long(at), payload.begin() + long(at) + 100);
+  bad.push_back(char(fmt::RecType::Api));
+  bad.insert(bad.end(), payload.begin() + long(at) + 100, payload.end());
+  codec::BlockDecoder dec;
+  CHECK_FALSE(dec.decode(bad.data(), bad.size(), &unpacked, &size));
+
+  std::string out = file.substr(0, off);
+  std::vector<char> comp(LZ4_compressBound(int(bad.size())));
+  int csize = LZ4_compress_default(bad.data(), comp.data(), int(bad.size()), int(comp.size()));
+  fmt::BlockHeader nh = bh;
+  nh.compressed_size = uint32_t(csize);
+  nh.raw_size = uint32_t(bad.size());
+  nh.checksum = fmt::xxh32(bad.data(), bad.size());
+  out += bytes_of(&nh, sizeof nh) + std::string(comp.data(), size_t(csize));
+  out += file.substr(off + sizeof bh + bh.compressed_size);
+  TraceReader r;
+  std::string err;
+  REQUIRE(r.open_memory(out, "t", &err));
+  int apis = 0;
+  r.read([&](const Record& rec) { apis += rec.type() == fmt::RecType::Api; });
+  CHECK(apis == 100);  // the second block
+  CHECK(r.status().bad_blocks == 1);
+  CHECK(r.status().complete);
+}
