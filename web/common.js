@@ -13,6 +13,11 @@ window.CT = window.CT || {};
     const [v, u] = a < 1e6 ? [ns / 1e3, 'us'] : a < 1e9 ? [ns / 1e6, 'ms'] : [ns / 1e9, 's'];
     return CT.sig4(v) + ' ' + u;
   };
+  // A point in time to the nanosecond (event details: the ruler's 4 digits would round it away).
+  CT.fmtAt = function (ns) {
+    if (ns === null || ns === undefined || isNaN(ns)) return '-';
+    return (ns / 1e9).toFixed(9) + ' s';
+  };
   CT.sig4 = function (v) {
     const a = Math.abs(v);
     const digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : 3;

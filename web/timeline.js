@@ -319,13 +319,16 @@
     rctx.font = '10px system-ui, sans-serif';
     rctx.fillStyle = '#555';
     rctx.strokeStyle = '#c5cad3';
-    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+    // Deep zooms far from time 0 would print the same rounded time at every tick: label the
+    // first tick with its time and the others with their offset from it.
+    const first = Math.ceil(v0 / step) * step, relative = Math.abs(first) > step * 1000;
+    for (let t = first; t <= v1; t += step) {
       const x = (t - v0) * k;
       rctx.beginPath();
       rctx.moveTo(x + 0.5, RULER_H - 8);
       rctx.lineTo(x + 0.5, RULER_H);
       rctx.stroke();
-      rctx.fillText(CT.fmtNs(t), x + 3, 12);
+      rctx.fillText(relative && t !== first ? '+' + CT.fmtNs(t - first) : CT.fmtNs(t), x + 3, 12);
     }
     status.textContent = `view ${CT.fmtNs(v0)} \u2013 ${CT.fmtNs(v1)} (${CT.fmtNs(v1 - v0)})`;
   }
@@ -431,8 +434,8 @@
     const items = [
       row('Name', strings[ev.n[i]] || '', 'name'),
       row('Kind', KINDS[ev.k[i]] || '?', 'kind'),
-      row('Start', CT.fmtNs(ev.s[i]), 'start'),
-      row('End', CT.fmtNs(ev.s[i] + ev.d[i]), 'end'),
+      row('Start', CT.fmtAt(ev.s[i]), 'start'),
+      row('End', CT.fmtAt(ev.s[i] + ev.d[i]), 'end'),
       row('Duration', CT.fmtNs(ev.d[i]), 'duration'),
       row('Track', trackPath(n), 'track'),
     ];
