@@ -102,13 +102,13 @@ struct State {
 #define AT(R, member) r + offsetof(R, member), sizeof(static_cast<R*>(nullptr)->member)
 
 template <class IO>
-void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
+[[gnu::always_inline]] inline void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
   uint32_t tid = uint32_t(load(r + tid_off, 4));
   io.cpu_times(tid, r + begin_off, r + end_off);
 }
 
 template <class IO, class R>
-void code_op(IO& io, char* r) {
+[[gnu::always_inline]] inline void code_op(IO& io, char* r) {
   constexpr size_t op = offsetof(R, op);
   using O = fmt::OpCommon;
   io.u(fmt::kColThread, r + op + offsetof(O, tid), 4);
@@ -125,7 +125,7 @@ void code_op(IO& io, char* r) {
 }
 
 template <class IO>
-void code_kernel(IO& io, char* r) {
+[[gnu::always_inline]] inline void code_kernel(IO& io, char* r) {
   code_op<IO, fmt::KernelRec>(io, r);
   io.config(r + offsetof(fmt::KernelRec, name_id));
 }
