@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace cutrace::codec {
 namespace {
@@ -25,29 +26,42 @@ int64_t load_signed(const char* p, size_t size) {
 }
 void store(char* p, size_t size, uint64_t v) { std::memcpy(p, &v, size); }
 
+// Copies N >= 8 bytes (zeros when from is null) as 8-byte words, the last one overlapping its
+// predecessor, written out without a loop. The decoder's records are small and of constant size,
+// where GCC's memcpy/memset (and loops it recognises as such) become `rep movs`/`rep stos`, which
+// spend more time starting up than copying.
+template <size_t N, size_t... W>
+[[gnu::always_inline]] inline void copy_words(char* to, const char* from, std::index_sequence<W...>) {
+  static_assert(N >= 8);
+  (store(to + 8 * W, 8, from ? load(from + 8 * W, 8) : 0), ...);
+  if (N % 8) store(to + N - 8, 8, from ? load(from + N - 8, 8) : 0);
+}
+template <size_t N>
+[[gnu::always_inline]] inline void copy_words(char* to, const char* from) {
+  copy_words<N>(to, from, std::make_index_sequence<N / 8>());
+}
+
 // Previous values per thread (cpu_begin) or per stream (gpu_end), reset every block. A
 // direct-mapped table of 256 slots: slot = (key * 0x9E3779B97F4A7C15) >> 56; a slot holding
 // another key is a miss (the caller falls back to its default prediction) and is overwritten.
 class Lanes {
  public:
-  void clear() { std::memset(used_, 0, sizeof used_); }
+  void clear() { std::memset(keys_, 0, sizeof keys_); }
   bool find(uint64_t key, int64_t* v) const {
     unsigned s = slot(key);
-    if (!used_[s] || keys_[s] != key) return false;
+    if (keys_[s] != key + 1) return false;
     *v = vals_[s];
     return true;
   }
   void set(uint64_t key, int64_t v) {
     unsigned s = slot(key);
-    used_[s] = 1;
-    keys_[s] = key;
+    keys_[s] = key + 1;
     vals_[s] = v;
   }
 
  private:
   static unsigned slot(uint64_t key) { return unsigned((key * 0x9E3779B97F4A7C15ull) >> 56); }
-  uint8_t used_[256];
-  uint64_t keys_[256];
+  uint64_t keys_[256];  // key + 1 (keys are below 2^48); 0: unused
   int64_t vals_[256];
 };
 
@@ -88,13 +102,13 @@ struct State {
 #define AT(R, member) r + offsetof(R, member), sizeof(static_cast<R*>(nullptr)->member)
 
 template <class IO>
-void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
+[[gnu::always_inline]] inline void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
   uint32_t tid = uint32_t(load(r + tid_off, 4));
   io.cpu_times(tid, r + begin_off, r + end_off);
 }
 
 template <class IO, class R>
-void code_op(IO& io, char* r) {
+[[gnu::always_inline]] inline void code_op(IO& io, char* r) {
   constexpr size_t op = offsetof(R, op);
   using O = fmt::OpCommon;
   io.u(fmt::kColThread, r + op + offsetof(O, tid), 4);
@@ -111,7 +125,7 @@ void code_op(IO& io, char* r) {
 }
 
 template <class IO>
-void code_kernel(IO& io, char* r) {
+[[gnu::always_inline]] inline void code_kernel(IO& io, char* r) {
   code_op<IO, fmt::KernelRec>(io, r);
   io.config(r + offsetof(fmt::KernelRec, name_id));
 }
@@ -409,13 +423,37 @@ struct Reader {
   void config(char* p) {
     uint64_t id = get(fmt::kColConfig);
     if (id >= 1 && id <= configs->size() && (*configs)[id - 1].h.size != 0) {
-      std::memcpy(p, reinterpret_cast<const char*>(&(*configs)[id - 1]) + offsetof(fmt::KernelConfigRec, name_id),
-                  kConfigBytes);
+      copy_words<kConfigBytes>(p, reinterpret_cast<const char*>(&(*configs)[id - 1]) +
+                                      offsetof(fmt::KernelConfigRec, name_id));
     } else {
       ++unresolved;  // its KernelConfig was in a lost block: name_id 0, zero dimensions
     }
   }
 };
+
+// One packed record of struct R at dst: zeroed (pads, fields a lost config leaves unset), its
+// header, then its fields. sizeof(R) is a constant here, so the zeroing is a few stores.
+template <class R>
+void unpack(Reader& rd, fmt::RecType type, char* dst, void (*code)(Reader&, char*)) {
+  copy_words<sizeof(R)>(dst, nullptr);
+  fmt::RecHeader h{uint16_t(type), uint16_t(sizeof(R))};
+  std::memcpy(dst, &h, sizeof h);
+  code(rd, dst);
+}
+
+// The packed types of packed_size(); dst has room for the type's struct.
+[[gnu::always_inline]] inline void unpack_record(Reader& rd, uint16_t type, char* dst) {
+  using T = fmt::RecType;
+  switch (static_cast<T>(type)) {
+    case T::Kernel: return unpack<fmt::KernelRec>(rd, T::Kernel, dst, code_kernel<Reader>);
+    case T::Memcpy: return unpack<fmt::MemcpyRec>(rd, T::Memcpy, dst, code_memcpy<Reader>);
+    case T::Memset: return unpack<fmt::MemsetRec>(rd, T::Memset, dst, code_memset<Reader>);
+    case T::Sync: return unpack<fmt::SyncRec>(rd, T::Sync, dst, code_sync<Reader>);
+    case T::Memory: return unpack<fmt::MemoryRec>(rd, T::Memory, dst, code_memory<Reader>);
+    case T::Api: return unpack<fmt::ApiRec>(rd, T::Api, dst, code_api<Reader>);
+    default: return;
+  }
+}
 
 }  // namespace
 
@@ -480,10 +518,7 @@ bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out,
     if (size == 0) return false;  // a packed type this reader does not know
     char* dst = room(size);
     if (!dst) return false;
-    std::memset(dst, 0, size);
-    fmt::RecHeader h{tag, uint16_t(size)};
-    std::memcpy(dst, &h, sizeof h);
-    code_record(rd, tag, dst);
+    unpack_record(rd, tag, dst);
     if (rd.bad) return false;
   }
   *out_size = used;

@@ -119,16 +119,14 @@ __attribute__((always_inline)) inline void DeviceTimeline::sweep(int64_t start, 
   if (run_end_.empty() || end < next_end_) next_end_ = end;
   run_end_.push_back(end);
   run_work_.push_back(work);
-  if (active_[size_t(work)]++ == 0) mask_ |= 1u << unsigned(work);
+  mask_ |= 1u << unsigned(work);
 }
 
 void DeviceTimeline::retire(size_t i) {
-  GpuWork w = run_work_[i];
   run_end_[i] = run_end_.back();
   run_work_[i] = run_work_.back();
   run_end_.pop_back();
   run_work_.pop_back();
-  if (--active_[size_t(w)] == 0) mask_ &= ~(1u << unsigned(w));
 }
 
 // Attributes [t_, to) to the active sets in turn, retiring intervals that end on the way. When
@@ -142,23 +140,26 @@ __attribute__((always_inline)) inline void DeviceTimeline::advance(int64_t to, i
       t_ = e;
     }
     if (run_end_.size() == 1) {  // the common case: one interval running, and it ends
-      GpuWork w = run_work_[0];
       run_end_.clear();
       run_work_.clear();
-      if (--active_[size_t(w)] == 0) mask_ &= ~(1u << unsigned(w));
+      mask_ = 0;
       break;
     }
-    // Retire everything that ends at e, and find the next earliest end.
+    // Retire everything that ends at e; the next earliest end and the active kinds are those of
+    // the others (recomputed rather than counted: no read-modify-write chain through memory).
     int64_t next = std::numeric_limits<int64_t>::max();
+    unsigned mask = 0;
     for (size_t i = 0; i < run_end_.size();) {
       if (run_end_[i] <= e) {
         retire(i);
       } else {
         next = std::min(next, run_end_[i]);
+        mask |= 1u << unsigned(run_work_[i]);
         ++i;
       }
     }
     next_end_ = next;
+    mask_ = mask;
   }
   if (to > t_) {
     if (mask_ == 0 && gap_ends) {
@@ -200,7 +201,6 @@ GpuBreakdown DeviceTimeline::finish() {
   out_ = GpuBreakdown{};
   run_end_.clear();
   run_work_.clear();
-  std::fill(std::begin(active_), std::end(active_), 0);
   mask_ = 0;
   started_ = false;
   t_ = 0;

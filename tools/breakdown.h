@@ -88,8 +88,7 @@ class DeviceTimeline {
   std::vector<int64_t> run_end_;
   std::vector<GpuWork> run_work_;
   int64_t next_end_ = 0;  // earliest end in run_end_ (valid when not empty)
-  uint32_t active_[kGpuWorkKinds] = {};
-  unsigned mask_ = 0;
+  unsigned mask_ = 0;  // bit set (1 << GpuWork) of the kinds in run_work_
   bool started_ = false;
   int64_t t_ = 0;  // swept up to here
   GpuBreakdown out_;

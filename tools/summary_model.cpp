@@ -1052,27 +1052,34 @@ Json SummaryModel::to_json() const {
   if (syncs_[0].count) syncs[sync_kind_name(0)] = sync_json(syncs_[0]);
   j["syncs"] = syncs;
 
-  j["ranges"] = Json::array();
-  for (const RangeSummary& g : ranges()) {
+  // One object per range name (thousands with per-step names): built key by key into a reserved
+  // object, which costs half as much as the initializer-list form (that copies every value).
+  std::vector<RangeSummary> range_list = ranges();
+  Json range_array = Json::array();
+  range_array.get_ref<Json::array_t&>().reserve(range_list.size());
+  for (const RangeSummary& g : range_list) {
     const RangeStat& s = g.stat;
-    j["ranges"].push_back({{"name", g.name},
-                           {"domain", g.domain},
-                           {"count", s.count},
-                           {"cpu_total_ns", s.cpu.sum},
-                           {"cpu_mean_ns", s.cpu.mean()},
-                           {"cpu_min_ns", s.cpu.min},
-                           {"cpu_max_ns", s.cpu.max},
-                           {"gpu_count", s.gpu.n},
-                           {"gpu_total_ns", s.gpu.sum},
-                           {"gpu_mean_ns", s.gpu.mean()},
-                           {"gpu_ops", s.gpu_ops},
-                           {"cpu_median_ns", s.cpu.median()},
-                           {"cpu_stddev_ns", s.cpu.stddev()},
-                           {"gpu_median_ns", s.gpu.median()},
-                           {"gpu_stddev_ns", s.gpu.stddev()},
-                           {"gpu_min_ns", s.gpu.min},
-                           {"gpu_max_ns", s.gpu.max}});
+    Json& r = range_array.emplace_back(Json::object());
+    r.get_ref<Json::object_t&>().reserve(17);
+    r["name"] = g.name;
+    r["domain"] = g.domain;
+    r["count"] = s.count;
+    r["cpu_total_ns"] = s.cpu.sum;
+    r["cpu_mean_ns"] = s.cpu.mean();
+    r["cpu_min_ns"] = s.cpu.min;
+    r["cpu_max_ns"] = s.cpu.max;
+    r["gpu_count"] = s.gpu.n;
+    r["gpu_total_ns"] = s.gpu.sum;
+    r["gpu_mean_ns"] = s.gpu.mean();
+    r["gpu_ops"] = s.gpu_ops;
+    r["cpu_median_ns"] = s.cpu.median();
+    r["cpu_stddev_ns"] = s.cpu.stddev();
+    r["gpu_median_ns"] = s.gpu.median();
+    r["gpu_stddev_ns"] = s.gpu.stddev();
+    r["gpu_min_ns"] = s.gpu.min;
+    r["gpu_max_ns"] = s.gpu.max;
   }
+  j["ranges"] = std::move(range_array);
   Json marks = Json::object();
   for (const auto& [name, n] : this->marks()) marks[name] = n;
   j["marks"] = marks;

@@ -55,7 +55,7 @@ class LogHistogram {
   static constexpr int kBuckets = (kMaxExp - kSubBits + 1) << kSubBits;
   static constexpr size_t kInline = 8;
 
-  void add(int64_t v) {  // v < 0 counts as 0
+  [[gnu::always_inline]] void add(int64_t v) {  // v < 0 counts as 0
     if (counts_.empty()) {
       if (n_ < kInline) {
         small_[n_++] = v < 0 ? 0 : v;
@@ -87,7 +87,7 @@ class LogHistogram {
     }
   }
 
-  static int bucket(int64_t v) {
+  [[gnu::always_inline]] static int bucket(int64_t v) {
     if (v < (1 << kSubBits)) return v < 0 ? 0 : int(v);
     if (v >= (int64_t(1) << kMaxExp)) return kBuckets - 1;
     int e = 63 - __builtin_clzll(uint64_t(v));  // >= kSubBits
@@ -136,7 +136,7 @@ struct TimeStat {
   uint64_t untimed = 0;  // operations without a GPU time
   Dist gpu;              // GPU times of the timed operations
 
-  void add(int64_t gpu_start, int64_t gpu_end) {
+  [[gnu::always_inline]] void add(int64_t gpu_start, int64_t gpu_end) {
     ++count;
     if (gpu_start == 0 || gpu_end == 0 || gpu_end < gpu_start) ++untimed;
     else gpu.add(gpu_end - gpu_start);
