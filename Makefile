@@ -88,14 +88,18 @@ test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(DISK_FULL_SO)
 # processes the e2e tests start, and fails if any sanitizer report was written.
 SAN_FLAGS_tsan := -O1 -g -fsanitize=thread
 SAN_FLAGS_asan := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-sanitize: sanitize-asan sanitize-tsan
+sanitize:  # one after the other: both at once would double the load on the timing of the tests
+	$(MAKE) sanitize-asan
+	$(MAKE) sanitize-tsan
 sanitize-tsan sanitize-asan: sanitize-%:
 	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) \
 	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%)
 	bash test/sanitize/run.sh $* build-$*
 
 # ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------
-FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the reader skips block checksums (collector/reader.cpp).
+FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+              -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 TOOLS_LIB_OBJ := $(call obj,$(filter-out tools/main.cpp,$(TOOLS_SRC)))
 fuzz:
 	$(MAKE) BUILD=build-fuzz CXX=clang++ CXXFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" fuzz-bins
