@@ -1,10 +1,14 @@
 # cutrace build. `make` builds the shim and the CLI; `make test` builds and runs every test on
 # the fake CUDA driver; `make demo` records a bundled sample and prints its summary.
+# `make sanitize` builds and runs the whole suite again under ThreadSanitizer (build-tsan/) and
+# AddressSanitizer+UBSan (build-asan/); `make fuzz` builds the libFuzzer targets (build-fuzz/,
+# clang) and runs each over its corpus (test/fuzz/run.sh).
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 BUILD     ?= build
 CXX       ?= g++
 CXXFLAGS  ?= -O2 -g
+LDFLAGS   ?=
 WARN      := -Wall -Wextra -Wno-unused-parameter
 COMMON    := -std=c++17 -fPIC $(WARN) -I. -I$(CUDA_HOME)/include -MMD -MP
 LIBDIR    := /usr/lib/x86_64-linux-gnu
@@ -19,6 +23,7 @@ TOOLS_SRC  := $(wildcard tools/*.cpp)
 FAKE_SRC   := $(wildcard test/fake_cuda/*.cpp)
 UNIT_SRC   := $(wildcard test/unit/*.cpp)
 E2E_SRC    := $(wildcard test/e2e/*.cpp)
+FUZZ_SRC   := $(wildcard test/fuzz/*.cpp)
 
 obj = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(1))
 
@@ -34,10 +39,12 @@ FORMAT_A := $(BUILD)/lib/libcutrace_format.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 UNIT_BIN := $(BUILD)/test/unit_tests
+DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
 REPORT_GEN := $(BUILD)/test/report_trace_gen
+FUZZ_BINS := $(patsubst test/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test demo install clean
+.PHONY: all test demo install clean sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
 .SECONDARY:
 all: $(SHIM_SO) $(CLI_BIN)
 
@@ -60,7 +67,7 @@ $(FORMAT_A): $(call obj,$(FORMAT_SRC))
 
 $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -o $@ $(call obj,$(SHIM_SRC)) $(FORMAT_A) $(LZ4_A) \
+	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(FORMAT_A) $(LZ4_A) \
 	  -Wl,--version-script=shim/exports.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  -static-libstdc++ -static-libgcc -ldl -lpthread
 
@@ -76,30 +83,62 @@ $(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 # libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
 $(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
-	$(CXX) -shared -o $@ $^ -Wl,-soname,libcuda.so.1 -lpthread
+	$(CXX) $(LDFLAGS) -shared -o $@ $^ -Wl,-soname,libcuda.so.1 -lpthread
 	ln -sf libcuda.so.1 $(dir $@)libcuda.so
 
 $(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lpthread -ldl -lm
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lpthread -ldl -lm
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
+	$(CXX) $(LDFLAGS) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
 
 $(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $^ $(LZ4_A)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A)
 
-test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN)
+
+# Test interposer: a disk that fills up after N bytes of trace (test/fault_io/disk_full.cpp).
+$(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -shared -o $@ $< -ldl
+
+test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/report/run.sh
 	BUILD=$(BUILD) bash test/serve/run.sh
+
+# ---- sanitizers: the same build and the same tests, under TSan or ASan+UBSan (gcc) -----------
+# test/sanitize/run.sh sets the runtime options, preloads the runtime ahead of the shim in the
+# processes the e2e tests start, and fails if any sanitizer report was written.
+SAN_FLAGS_tsan := -O1 -g -fsanitize=thread
+SAN_FLAGS_asan := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+sanitize:  # one after the other: both at once would double the load on the timing of the tests
+	$(MAKE) sanitize-asan
+	$(MAKE) sanitize-tsan
+sanitize-tsan sanitize-asan: sanitize-%:
+	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) \
+	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%)
+	bash test/sanitize/run.sh $* build-$*
+
+# ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the reader skips block checksums (collector/reader.cpp).
+FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+              -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+TOOLS_LIB_OBJ := $(call obj,$(filter-out tools/main.cpp,$(TOOLS_SRC)))
+fuzz:
+	$(MAKE) BUILD=build-fuzz CXX=clang++ CXXFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" fuzz-bins
+	BUILD=build-fuzz bash test/fuzz/run.sh
+fuzz-bins: $(FUZZ_BINS)
+$(BUILD)/fuzz/%: $(BUILD)/obj/test/fuzz/%.o $(TOOLS_LIB_OBJ) $(call obj,$(WEB_GEN)) $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
 
 demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app
 	BUILD=$(BUILD) bash tools/demo.sh

@@ -179,9 +179,15 @@ void* wrap_proc_address(const char* symbol, void* real, int cuda_version, unsign
 // dlsym(RTLD_NEXT, ...) must see its caller's return address, so the entry is a tail jump in
 // assembly for that case; every other handle goes through ct_dlsym_impl, which wraps results
 // that are traced CUDA driver entry points. Both symbol versions of glibc's dlsym are defined.
-extern "C" __attribute__((visibility("hidden"), used)) void* ct_dlsym_impl(void* handle, const char* name) {
+// The RTLD_NEXT path resolves glibc's dlsym itself when it is called before the shim's
+// constructors (from a library loaded ahead of the shim: a sanitizer runtime looks up its
+// interceptors' targets that way), so that RTLD_NEXT still means "after the caller".
+// Not instrumented either, and it leaves for instrumented code only on a CUDA name ("cu..."):
+// a sanitizer runtime ahead of the shim calls it before it is itself initialised.
+extern "C" __attribute__((visibility("hidden"), used, no_sanitize("address", "thread", "undefined"))) void*
+ct_dlsym_impl(void* handle, const char* name) {
   void* p = cutrace::real_dlsym(handle, name);
-  if (!p || !name) return p;
+  if (!p || !name || name[0] != 'c' || name[1] != 'u') return p;
   return cutrace::wrap_dlsym_result(name, p);
 }
 
@@ -194,8 +200,17 @@ asm(".text\n"
     "\tjne ct_dlsym_impl\n"
     "\tmovq ct_real_dlsym(%rip), %rax\n"
     "\ttestq %rax, %rax\n"
+    "\tjne 1f\n"
+    "\tpushq %rdi\n"
+    "\tpushq %rsi\n"
+    "\tsubq $8, %rsp\n"  // 16-byte aligned stack at the call
+    "\tcall ct_resolve_real_dlsym\n"
+    "\taddq $8, %rsp\n"
+    "\tpopq %rsi\n"
+    "\tpopq %rdi\n"
+    "\ttestq %rax, %rax\n"
     "\tje ct_dlsym_impl\n"
-    "\tjmp *%rax\n"
+    "1:\tjmp *%rax\n"
     ".size ct_dlsym_new,.-ct_dlsym_new\n.size ct_dlsym_old,.-ct_dlsym_old\n"
     ".symver ct_dlsym_new, dlsym@@GLIBC_2.34\n"
     ".symver ct_dlsym_old, dlsym@GLIBC_2.2.5\n");

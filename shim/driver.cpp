@@ -5,20 +5,26 @@
 
 extern "C" {
 __attribute__((visibility("hidden"))) void* ct_real_dlsym = nullptr;
+
+// Also called from the dlsym entry (shim/binding.cpp) before anything is initialised: a library
+// loaded ahead of the shim (a sanitizer runtime, a profiler) looks up its RTLD_NEXT symbols from
+// its own constructor, before the shim's constructors ran. Hence no sanitizer instrumentation.
+__attribute__((visibility("hidden"), used, no_sanitize("address", "thread", "undefined"))) void*
+ct_resolve_real_dlsym() {
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  __atomic_store_n(&ct_real_dlsym, p, __ATOMIC_RELEASE);
+  return p;
+}
 }
 
 namespace cutrace {
 
 using DlsymFn = void* (*)(void*, const char*);
 
-static DlsymFn resolve_real_dlsym() {
-  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  ct_real_dlsym = p;
-  return reinterpret_cast<DlsymFn>(p);
-}
+static DlsymFn resolve_real_dlsym() { return reinterpret_cast<DlsymFn>(ct_resolve_real_dlsym()); }
 
-void* real_dlsym(void* handle, const char* name) {
+__attribute__((no_sanitize("address", "thread", "undefined"))) void* real_dlsym(void* handle, const char* name) {
   DlsymFn f = reinterpret_cast<DlsymFn>(__atomic_load_n(&ct_real_dlsym, __ATOMIC_ACQUIRE));
   if (!f) f = resolve_real_dlsym();
   return f ? f(handle, name) : nullptr;

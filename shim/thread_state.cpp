@@ -25,9 +25,19 @@ bool registry_unlink(ThreadState* prev, ThreadState* s) {
   return g_head.compare_exchange_strong(expected, next, std::memory_order_acq_rel);
 }
 
+// The states of the parent's threads, in a child after fork(): kept, never used (LeakSanitizer
+// sees them reachable; they are not lost by mistake).
+static std::atomic<ThreadState*> g_abandoned_after_fork{nullptr};
+
 void registry_reset_after_fork() {
   // The parent's threads do not exist in the child; their states are abandoned (not freed:
   // the child may not touch memory another thread was using when fork happened).
+  if (ThreadState* head = g_head.load(std::memory_order_relaxed)) {
+    ThreadState* tail = head;  // one list with those of earlier forks (a grandchild)
+    while (ThreadState* n = tail->next.load(std::memory_order_relaxed)) tail = n;
+    tail->next.store(g_abandoned_after_fork.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    g_abandoned_after_fork.store(head, std::memory_order_relaxed);
+  }
   g_head.store(nullptr, std::memory_order_relaxed);
   t_state = nullptr;
 }

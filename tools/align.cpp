@@ -22,10 +22,9 @@ struct RankData {
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, int64_t>>> nccl;  // name -> (corr, end)
 };
 
-bool read_rank(const std::string& file, RankClock* rc, RankData* d) {
+bool read_rank(const std::string& file, RankClock* rc, RankData* d, std::string* err) {
   TraceReader r;
-  std::string err;
-  if (!r.open(file, &err)) return false;
+  if (!r.open(file, err)) return false;
   rc->host = std::string(r.meta("host"));
   rc->rank = std::atoi(std::string(r.meta("rank")).c_str());
   r.read([&](const Record& rec) {
@@ -70,7 +69,9 @@ Alignment align_traces(const std::vector<std::string>& files) {
   for (size_t i = 0; i < files.size(); ++i) {
     RankClock rc;
     rc.file = files[i];
-    if (read_rank(files[i], &rc, &data[i])) rc.offset_ns = median(data[i].real_minus_mono);
+    std::string err;
+    if (read_rank(files[i], &rc, &data[i], &err)) rc.offset_ns = median(data[i].real_minus_mono);
+    else a.errors.push_back(err);
     a.ranks.push_back(rc);
   }
   if (files.size() < 2) return a;

@@ -24,10 +24,12 @@ struct Alignment {
   double residual_median_ns = 0; // |end - mean end| over matched collectives, after alignment
   double residual_max_ns = 0;
   std::string method;            // "realtime" or "realtime+nccl"
+  std::vector<std::string> errors;  // "path: reason" of each file that did not open
   int64_t offset_of(const std::string& file) const;
 };
 
-// Reads every file (streaming); files that cannot be read keep offset 0 and are skipped.
+// Reads every file (streaming); files that cannot be read keep offset 0, are skipped and named in
+// errors.
 Alignment align_traces(const std::vector<std::string>& files);
 
 }  // namespace cutrace

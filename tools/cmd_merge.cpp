@@ -1,5 +1,6 @@
 // cutrace merge DIR [--json]: puts every rank of a job on one clock (tools/align.h) and reports
 // the offsets and the alignment residual. Exports and summaries of DIR use the same alignment.
+// Exit status 2 when there is no trace or one of them cannot be read (named on stderr).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,6 +21,10 @@ int run_merge(const std::string& where, bool json) {
     return 2;
   }
   cutrace::Alignment a = cutrace::align_traces(files);
+  if (!a.errors.empty()) {  // a rank that cannot be read cannot be aligned: no partial answer
+    for (const std::string& e : a.errors) fprintf(stderr, "cutrace merge: %s\n", e.c_str());
+    return 2;
+  }
   if (json) {
     nlohmann::json j;
     j["method"] = a.method;

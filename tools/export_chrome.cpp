@@ -402,7 +402,7 @@ class ChromeFile {
   // (and end on another thread): an async pair (ph b/e) keyed by its range id, which viewers
   // draw on a track of its own.
   void range(const fmt::RangeRec& g) {
-    host_tids_.insert(g.tid);
+    host_tids_.insert(uint32_t(g.tid));  // a copy: the packed field may be misaligned
     if (g.kind == uint8_t(fmt::RangeKind::StartEnd)) {
       char id[24];
       std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(g.id));
@@ -448,7 +448,7 @@ class ChromeFile {
   }
 
   void mark(const fmt::MarkRec& m) {
-    host_tids_.insert(m.tid);
+    host_tids_.insert(uint32_t(m.tid));
     instant("user_annotation", name(m.name_id), 't', m.tid, m.ts);
     if (m.domain_id) {
       o_ += ",\"args\":{\"domain\":";

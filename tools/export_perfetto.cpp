@@ -791,6 +791,17 @@ bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, 
     *err = "no trace files to export";
     return false;
   }
+  // A file that does not open fails the export before the output file is created.
+  std::string first_errors;
+  for (const std::string& f : files) {
+    TraceReader r;
+    std::string e;
+    if (!r.open(f, &e)) first_errors += (first_errors.empty() ? "" : "; ") + e;
+  }
+  if (!first_errors.empty()) {
+    *err = first_errors;
+    return false;
+  }
   std::string path = out;
   struct stat sb;
   if (::stat(out.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) path = out + "/trace.pftrace";

@@ -540,7 +540,7 @@ bool SummaryModel::prepass(TraceReader& r, Span* span, std::vector<int64_t>* ste
       }
     } else if (rec.type() == fmt::RecType::Sync && opt_.step_sync) {
       const auto& s = rec.as<fmt::SyncRec>();
-      if (s.kind == opt_.step_sync) syncs.push_back(s.cpu_end);
+      if (s.kind == opt_.step_sync) syncs.push_back(int64_t(s.cpu_end));  // a copy: packed field
     }
   });
   if (opt_.window) {

@@ -475,6 +475,9 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: modules, libraries and launch validati
 }
 
 TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: concurrent threads each get consistent timelines") {
+  // Under a sanitizer (test/sanitize/run.sh) a thread descheduled between two launches leaves a
+  // gap on its stream: only the lower bound (ten 100 us kernels) holds then.
+  const float upper_ms = getenv("CUTRACE_TEST_SAN_PRELOAD") ? 1e9f : 1.05f;
   CUfunction k = function("_Z8k_100usv");
   resetStats();
   std::atomic<int> failures{0};
@@ -492,7 +495,7 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: concurrent threads each get consistent
       ok = ok && CU(cuEventRecord)(b, s) == CUDA_SUCCESS &&
            CU(cuEventSynchronize)(b) == CUDA_SUCCESS;
       float ms = 0;
-      ok = ok && CU(cuEventElapsedTime)(&ms, a, b) == CUDA_SUCCESS && ms > 0.999f && ms < 1.05f;
+      ok = ok && CU(cuEventElapsedTime)(&ms, a, b) == CUDA_SUCCESS && ms > 0.999f && ms < upper_ms;
       if (!ok) ++failures;
       CU(cuEventDestroy)(a);
       CU(cuEventDestroy)(b);
