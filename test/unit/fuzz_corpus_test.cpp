@@ -14,7 +14,7 @@
 #include <doctest/doctest.h>
 
 #include "collector/reader.h"
-#include "tools/align.cpp"  // the unit tests build the tools sources they use into themselves
+#include "tools/align.h"  // align.cpp is built into the unit tests by report_data_test.cpp
 #include "tools/exports.h"
 #include "tools/summary_model.h"
 
