@@ -396,10 +396,20 @@ struct SummaryModel::FileTotals {
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
   uint16_t cpu_cores = 0;
+  static constexpr uint32_t kMaxDenseNameId = 1u << 20;
+  std::unordered_map<uint32_t, int32_t> kslot_far;
 
   [[gnu::always_inline]] KSlot& kslot(uint32_t name_id) {
-    if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
-    int32_t& s = kslot_of[name_id];
+    // Writers number strings from 1 up, so a table indexed by id stays small; an id far beyond
+    // that comes from a damaged file and goes to a map (fuzz_summary: an 8 GB table).
+    int32_t* slot;
+    if (name_id < kslot_of.size() || name_id < kMaxDenseNameId) {
+      if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
+      slot = &kslot_of[name_id];
+    } else {
+      slot = &kslot_far.try_emplace(name_id, -1).first->second;
+    }
+    int32_t& s = *slot;
     if (s < 0) {
       s = int32_t(kslots.size());
       kslots.push_back({name_id, is_comm_kernel(r.str(name_id)), TimeStat{}});
