@@ -226,8 +226,8 @@ void Dist::merge(const Dist& o) {
   min = n == 0 ? o.min : std::min(min, o.min);
   max = n == 0 ? o.max : std::max(max, o.max);
   n += o.n;
-  sum += o.sum;
-  sumsq += o.sumsq;
+  sum = sat_add(sum, o.sum);
+  sumsq = sat_add128(sumsq, o.sumsq);
   pos.merge(o.pos);
   neg.merge(o.neg);
 }
@@ -698,8 +698,8 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     e.time.merge(s.time);
     e.comm = s.comm;
     f.kernels += s.time.count;
-    f.kernel_ns += s.time.total_ns();
-    if (s.comm) f.comm_kernel_ns += s.time.total_ns();
+    f.kernel_ns = sat_add(f.kernel_ns, s.time.total_ns());
+    if (s.comm) f.comm_kernel_ns = sat_add(f.comm_kernel_ns, s.time.total_ns());
   }
   for (size_t id = 0; id < t.apis.size(); ++id) {
     if (t.apis[id].count) apis_[std::string(r.api_name(uint16_t(id)))].merge(t.apis[id]);
@@ -808,7 +808,7 @@ std::array<PrecisionTotal, kPrecisions> SummaryModel::precisions() const {
     PrecisionTotal& p = out[size_t(kernel_precision(name))];
     ++p.names;
     p.count += e.time.count;
-    p.total_ns += e.time.total_ns();
+    p.total_ns = sat_add(p.total_ns, e.time.total_ns());
   }
   return out;
 }
@@ -947,7 +947,7 @@ Json SummaryModel::to_json() const {
   j["memcpy"] = copies;
   j["memset"] = copy_json(memset_);
   int64_t mem_total = memset_.time.total_ns();
-  for (const CopyStat& c : memcpy_) mem_total += c.time.total_ns();
+  for (const CopyStat& c : memcpy_) mem_total = sat_add(mem_total, c.time.total_ns());
   Json mem = {{"total_ns", mem_total}};
   for (size_t kind = 1; kind < kCopyKinds; ++kind) {
     int64_t ns = memcpy_[kind].time.total_ns();

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "collector/reader.h"
+#include "collector/writer.h"
 #include "tools/cmd_dump.cpp"     // the unit tests build the tools sources they use into themselves
 #include "tools/format_util.cpp"
 #include "tools/summary_model.h"
@@ -75,4 +76,36 @@ TEST_CASE("regression: a kernel with a huge name string id does not size a table
   size_t kernels = 0;
   for (const auto& k : m.kernels()) kernels += k.time.count;
   CHECK(kernels > 0);
+}
+
+TEST_CASE("regression: kernel and call times at the ends of int64 do not overflow the summary sums (fuzz_summary)") {
+  // Sums and differences of times read from a damaged file overflowed int64 (UBSan: signed
+  // integer overflow in summary_model.h); they now saturate. The input the fuzzer found was lost
+  // (its artifact was deleted before it was kept): this trace has the same kind of values.
+  std::string bytes;
+  cutrace::TraceWriter w;
+  REQUIRE(w.open_memory(&bytes));
+  w.api_name(1, "cuLaunchKernel");
+  const int64_t ends[][4] = {{INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX},  // cpu, gpu spans
+                             {-5949246708859090339, 5949246708859090339, 1, INT64_MAX},
+                             {0, INT64_MAX, INT64_MAX - 1, INT64_MAX},
+                             {0, INT64_MAX, 1, INT64_MAX}};
+  for (const auto& e : ends) {
+    cutrace::fmt::KernelRec k{};
+    k.op.cpu_begin = e[0], k.op.cpu_end = e[1], k.op.gpu_start = e[2], k.op.gpu_end = e[3];
+    k.op.api = 1;
+    k.name_id = w.intern("k_extreme");
+    w.add(k, cutrace::fmt::RecType::Kernel);
+  }
+  REQUIRE(w.close(0, 0));
+  cutrace::TraceReader r;
+  std::string err;
+  REQUIRE(r.open_memory(bytes, "extreme", &err));
+  cutrace::SummaryModel m;
+  CHECK(m.add(r));
+  std::vector<cutrace::KernelStat> ks = m.kernels();
+  REQUIRE(ks.size() == 1);
+  CHECK(ks[0].time.count == 4);
+  CHECK(ks[0].time.gpu.sum == INT64_MAX);  // saturated, not wrapped to a negative total
+  CHECK(m.to_json().is_object());
 }
