@@ -33,6 +33,10 @@ std::string format_copies(fmt::format_string<T...> f, T... args) {
   return fmt::format(f, args...);
 }
 
+// b - a without signed overflow: the fields come from the file, and a damaged one may hold any
+// value (fuzz_reader: "signed integer overflow" in cpu_dur).
+int64_t span(int64_t a, int64_t b) { return int64_t(uint64_t(b) - uint64_t(a)); }
+
 struct Options {
   std::string path;
   uint64_t limit = 0;  // 0: no limit
@@ -124,7 +128,7 @@ class RecordPrinter {
   std::string s(uint32_t id) const { return format_copies("#{} {}", id, quote(r_.str(id))); }
   std::string api(uint16_t id) const { return format_copies("#{} {}", id, quote(r_.api_name(id))); }
   std::string cpu(int64_t b, int64_t e) const {
-    return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, e - b);
+    return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, span(b, e));
   }
   std::string op(const tf::OpCommon& o) const;
   static std::string short_record(const Record& rec, size_t want) {
@@ -170,7 +174,7 @@ std::string RecordPrinter::op(const tf::OpCommon& o) const {
   return format_copies(
       "corr={} tid={} stream={} device={} api={} {} gpu=[{}..{}] gpu_dur={} flags={} result={}",
       o.corr, o.tid, o.stream, o.device, api(o.api), cpu(o.cpu_begin, o.cpu_end), o.gpu_start,
-      o.gpu_end, o.gpu_start && o.gpu_end ? o.gpu_end - o.gpu_start : 0, op_flags(o.flags),
+      o.gpu_end, o.gpu_start && o.gpu_end ? span(o.gpu_start, o.gpu_end) : 0, op_flags(o.flags),
       o.result);
 }
 
@@ -261,7 +265,7 @@ std::string RecordPrinter::operation(const Record& rec) const {
           "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}",
           g.id, range_kind_name(g.kind), range_source_name(g.source), g.tid, g.end_tid, g.depth,
           s(g.name_id), s(g.domain_id), g.category, g.color, cpu(g.cpu_begin, g.cpu_end),
-          g.gpu_start, g.gpu_end, g.gpu_start && g.gpu_end ? g.gpu_end - g.gpu_start : 0,
+          g.gpu_start, g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0,
           g.gpu_ops);
     }
     case tf::RecType::Mark: {
@@ -433,7 +437,7 @@ int run(const Options& o) {
     if (ts && !base) base = ts;
     if ((filter && rec.type_raw() != only) || (o.limit && shown >= o.limit)) return;
     ++shown;
-    std::string rel = ts ? format_copies("{:+.6f}", (ts - base) / 1e6) : "";
+    std::string rel = ts ? format_copies("{:+.6f}", double(span(base, ts)) / 1e6) : "";
     std::printf("%9llu %18s %-9s %s\n", static_cast<unsigned long long>(i), rel.c_str(),
                 type_name(rec.type_raw()), printer.fields(rec).c_str());
   });

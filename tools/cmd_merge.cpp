@@ -34,7 +34,7 @@ int run_merge(const std::string& where, bool json) {
     for (const auto& r : a.ranks)
       j["ranks"].push_back({{"file", r.file}, {"rank", r.rank}, {"host", r.host}, {"offset_ns", r.offset_ns},
                             {"refined_ns", r.refined_ns}});
-    printf("%s\n", j.dump(2).c_str());
+    printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());  // host names: any bytes
     return 0;
   }
   printf("%zu trace files, clock alignment: %s\n", files.size(), a.method.c_str());

@@ -145,7 +145,7 @@ void print_kernels(const SummaryModel& m, size_t top) {
     const cutrace::TimeStat& s = by_count[i]->time;
     if (i >= top) {
       rest_n += s.count;
-      rest_ns += s.total_ns();
+      rest_ns = cutrace::sat_add(rest_ns, s.total_ns());
       continue;
     }
     c.row({ellipsize(by_count[i]->name), human_count(s.count), percent(double(s.count), double(all.count)),
@@ -193,7 +193,7 @@ void print_launches(const SummaryModel& m) {
   int64_t kernel_ns = 0;
   for (const auto& k : m.kernels()) {
     timed += k.time.timed();
-    kernel_ns += k.time.total_ns();
+    kernel_ns = cutrace::sat_add(kernel_ns, k.time.total_ns());
   }
   section(fmt::format("Short kernels (GPU time < {}): {} of {} timed launches ({}), {} of kernel GPU time ({})",
                       human_ns(m.options().short_kernel_ns), human_count(m.short_kernels()), human_count(timed),
@@ -247,7 +247,7 @@ void print_copies(const SummaryModel& m) {
   std::vector<std::pair<std::string, const cutrace::CopyStat*>> rows;
   for (size_t k = 0; k < SummaryModel::kCopyKinds; ++k) {
     const cutrace::CopyStat& c = m.memcpy_kind(k);
-    mem_ns += c.time.total_ns();
+    mem_ns = cutrace::sat_add(mem_ns, c.time.total_ns());  // saturating: times from the file
     if (c.time.count) rows.emplace_back("memcpy " + std::string(cutrace::copy_kind_name(uint8_t(k))), &c);
   }
   if (m.memsets().time.count) rows.emplace_back("memset", &m.memsets());

@@ -232,8 +232,8 @@ void Dist::merge(const Dist& o) {
   min = n == 0 ? o.min : std::min(min, o.min);
   max = n == 0 ? o.max : std::max(max, o.max);
   n += o.n;
-  sum += o.sum;
-  sumsq += o.sumsq;
+  sum = sat_add(sum, o.sum);
+  sumsq = sat_add128(sumsq, o.sumsq);
   pos.merge(o.pos);
   neg.merge(o.neg);
 }
@@ -402,10 +402,20 @@ struct SummaryModel::FileTotals {
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
   uint16_t cpu_cores = 0;
+  static constexpr uint32_t kMaxDenseNameId = 1u << 20;
+  std::unordered_map<uint32_t, int32_t> kslot_far;
 
   [[gnu::always_inline]] KSlot& kslot(uint32_t name_id) {
-    if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
-    int32_t& s = kslot_of[name_id];
+    // Writers number strings from 1 up, so a table indexed by id stays small; an id far beyond
+    // that comes from a damaged file and goes to a map (fuzz_summary: an 8 GB table).
+    int32_t* slot;
+    if (name_id < kslot_of.size() || name_id < kMaxDenseNameId) {
+      if (name_id >= kslot_of.size()) kslot_of.resize(size_t(name_id) + 1, -1);
+      slot = &kslot_of[name_id];
+    } else {
+      slot = &kslot_far.try_emplace(name_id, -1).first->second;
+    }
+    int32_t& s = *slot;
     if (s < 0) {
       s = int32_t(kslots.size());
       kslots.push_back({name_id, is_comm_kernel(r.str(name_id)), TimeStat{}});
@@ -734,8 +744,8 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     e.time.merge(s.time);
     e.comm = s.comm;
     f.kernels += s.time.count;
-    f.kernel_ns += s.time.total_ns();
-    if (s.comm) f.comm_kernel_ns += s.time.total_ns();
+    f.kernel_ns = sat_add(f.kernel_ns, s.time.total_ns());
+    if (s.comm) f.comm_kernel_ns = sat_add(f.comm_kernel_ns, s.time.total_ns());
   }
   for (size_t id = 0; id < t.apis.size(); ++id) {
     if (t.apis[id].count) apis_[std::string(r.api_name(uint16_t(id)))].merge(t.apis[id]);
@@ -859,7 +869,7 @@ std::array<PrecisionTotal, kPrecisions> SummaryModel::precisions() const {
     PrecisionTotal& p = out[size_t(kernel_precision(name))];
     ++p.names;
     p.count += e.time.count;
-    p.total_ns += e.time.total_ns();
+    p.total_ns = sat_add(p.total_ns, e.time.total_ns());
   }
   return out;
 }
@@ -1021,7 +1031,7 @@ Json SummaryModel::to_json() const {
   j["memcpy"] = copies;
   j["memset"] = copy_json(memset_);
   int64_t mem_total = memset_.time.total_ns();
-  for (const CopyStat& c : memcpy_) mem_total += c.time.total_ns();
+  for (const CopyStat& c : memcpy_) mem_total = sat_add(mem_total, c.time.total_ns());
   Json mem = {{"total_ns", mem_total}};
   for (size_t kind = 1; kind < kCopyKinds; ++kind) {
     int64_t ns = memcpy_[kind].time.total_ns();

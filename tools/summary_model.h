@@ -43,6 +43,21 @@
 
 namespace cutrace {
 
+// Saturating arithmetic for times read from a file: a damaged one may hold any value, and a sum
+// or a difference of two must not overflow (fuzz_summary: signed integer overflow).
+inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+inline int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+inline __int128 sat_add128(__int128 a, __int128 b) {  // both >= 0 (sums of squares)
+  const __int128 max = ~(__int128(1) << 127);
+  return a > max - b ? max : a + b;
+}
+
 // Counts of non-negative values in logarithmic buckets (HDR-style): values below 64 exactly, then
 // 64 equal buckets per power of two up to 2^44 ns (4.9 hours; larger values land in the last
 // bucket). A value is reported as the middle of its bucket, within 0.79% of any value in it;
@@ -119,10 +134,10 @@ struct Dist {
     min = n == 0 ? v : std::min(min, v);
     max = n == 0 ? v : std::max(max, v);
     ++n;
-    sum += v;
-    sumsq += __int128(v) * v;
+    sum = sat_add(sum, v);
+    sumsq = sat_add128(sumsq, __int128(v) * v);
     if (v >= 0) pos.add(v);
-    else neg.add(-v);
+    else neg.add(v == INT64_MIN ? INT64_MAX : -v);
   }
   void merge(const Dist& o);
   int64_t mean() const { return n ? sum / int64_t(n) : 0; }
@@ -139,7 +154,7 @@ struct TimeStat {
   [[gnu::always_inline]] void add(int64_t gpu_start, int64_t gpu_end) {
     ++count;
     if (gpu_start == 0 || gpu_end == 0 || gpu_end < gpu_start) ++untimed;
-    else gpu.add(gpu_end - gpu_start);
+    else gpu.add(sat_sub(gpu_end, gpu_start));
   }
   void merge(const TimeStat& o);
   uint64_t timed() const { return count - untimed; }
@@ -174,14 +189,14 @@ struct CpuTimeStat {  // CPU time of host calls: cpu_end - cpu_begin, never nega
   int64_t total_ns = 0;
   int64_t max_ns = 0;
   void add(int64_t cpu_begin, int64_t cpu_end) {
-    int64_t d = cpu_end > cpu_begin ? cpu_end - cpu_begin : 0;
+    int64_t d = cpu_end > cpu_begin ? sat_sub(cpu_end, cpu_begin) : 0;
     ++count;
-    total_ns += d;
+    total_ns = sat_add(total_ns, d);
     if (d > max_ns) max_ns = d;
   }
   void merge(const CpuTimeStat& o) {
     count += o.count;
-    total_ns += o.total_ns;
+    total_ns = sat_add(total_ns, o.total_ns);
     max_ns = std::max(max_ns, o.max_ns);
   }
   int64_t mean_ns() const { return count ? total_ns / int64_t(count) : 0; }

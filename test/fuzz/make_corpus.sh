@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the seed traces of test/fuzz/corpus/ (committed; this script documents where they
 # come from): small traces of the e2e programs on the fake driver, and damaged copies of one.
-# Inputs a fuzzer found a bug with (crash-*, leak-*, timeout-*) are kept in the corpus as well
-# and are not touched here.
+# Inputs a fuzzer found a bug with are kept in the corpus as regress-<bug> (resealed with
+# test/fuzz/tools/reseal.cpp, each read by test/unit/fuzz_regression_test.cpp) and are not
+# touched here.
 #   make test && BUILD=build bash test/fuzz/make_corpus.sh
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
