@@ -8,6 +8,7 @@
 #include "collector/reader.h"
 #include "tools/align.h"
 #include "tools/format_util.h"
+#include "tools/stacks.h"
 
 namespace cutrace::report {
 
@@ -79,6 +80,9 @@ class Loader {
     f.info.cmdline = std::string(r.meta("cmdline"));
     f.info.rank = meta_int(r, "rank", -1);
     f.info.pid = meta_int(r, "pid", 0);
+    stacks_ = StackTable();  // stack and module ids are per file
+    op_stack_.clear();
+    stack_text_.clear();
     r.read([&](const Record& rec) { visit(rec); });
     for (const auto& [tid, name] : r.threads()) f.thread_names[tid] = std::string(r.str(name));
     for (const auto& [id, s] : r.streams()) f.stream_device[id] = s.device;
@@ -96,11 +100,31 @@ class Loader {
   bool keep(int64_t s, int64_t e) const { return e >= t0_ && s < t1_; }
   uint32_t str(std::string_view s) { return tl_->strings.id(std::string(s)); }
 
+  // The call stack recorded for the operation `corr` (an OpStack record precedes its operation),
+  // symbolised once per stack: a string id of one frame per line, innermost first; 0 = none.
+  uint32_t backtrace_of(uint64_t corr) {
+    if (!corr || op_stack_.empty()) return 0;
+    auto it = op_stack_.find(corr);
+    if (it == op_stack_.end()) return 0;
+    uint32_t stack = it->second;
+    op_stack_.erase(it);
+    auto [t, fresh] = stack_text_.emplace(stack, 0);
+    if (fresh) {
+      std::string text;
+      for (const SymFrame& f : sym_.stack(stacks_, stack)) text += (text.empty() ? "" : "\n") + frame_text(f);
+      t->second = text.empty() ? 0 : str(text);
+    }
+    return t->second;
+  }
+
   void cpu_event(uint32_t tid, int64_t b, int64_t e, uint32_t name, EventKind k, uint64_t corr,
                  uint64_t bytes, uint32_t detail) {
     extent(b, e);
+    uint32_t bt = backtrace_of(corr);
     if (!keep(b, e)) return;
-    f_->threads[tid].add(b, e - b, name, k, kApiRow, corr, bytes, detail);
+    EventColumns& c = f_->threads[tid];
+    c.add(b, e - b, name, k, kApiRow, corr, bytes, detail);
+    c.backtrace.back() = bt;
     ++tl_->events;
   }
   void gpu_event(const fmt::OpCommon& op, uint32_t name, EventKind k, uint64_t bytes,
@@ -115,9 +139,8 @@ class Loader {
     f_->busy[op.device].emplace_back(gs, ge);
     ++tl_->events;
   }
-  // A GPU operation: its launch call on the thread, its execution on the stream (same corr).
-  // Backtrace hook: when the format records call stacks, intern the launch's stack and store
-  // its id in the thread event's EventColumns::backtrace (the page shows column "bt").
+  // A GPU operation: its launch call on the thread (with its call stack when one was recorded:
+  // --backtrace all, or a blocking copy), its execution on the stream (same corr).
   void op(const fmt::OpCommon& op, uint32_t gpu_name, EventKind k, uint64_t bytes, uint32_t detail,
           uint32_t launched) {
     if (op.flags & fmt::kOpCaptured) detail = str("captured into a CUDA graph (did not run then)");
@@ -128,7 +151,13 @@ class Loader {
 
   void visit(const Record& rec) {
     using T = fmt::RecType;
+    if (stacks_.absorb(rec, *r_)) return;
     switch (rec.type()) {
+      case T::OpStack: {
+        const auto& o = rec.as<fmt::OpStackRec>();
+        op_stack_[o.corr] = o.stack;
+        break;
+      }
       case T::Kernel: {
         const auto& k = rec.as<fmt::KernelRec>();
         uint32_t name = str(r_->str(k.name_id));
@@ -221,6 +250,10 @@ class Loader {
   FileEvents* f_ = nullptr;
   TraceReader* r_ = nullptr;
   int64_t off_ = 0;
+  StackTable stacks_;                                // this file's Module and Stack records
+  Symbolizer sym_;                                   // ELF symbols, cached per module
+  std::unordered_map<uint64_t, uint32_t> op_stack_;  // corr -> stack id, until its op is met
+  std::unordered_map<uint32_t, uint32_t> stack_text_;  // stack id -> string id of its frames
 };
 
 std::string program(const std::string& cmdline) {

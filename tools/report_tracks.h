@@ -42,8 +42,8 @@ struct EventColumns {
   std::vector<uint64_t> corr;    // correlation id (launch <-> execution), 0 = none
   std::vector<uint64_t> bytes;   // copies, sets, allocations; 0 otherwise
   std::vector<uint32_t> detail;  // string id: kernel geometry, copy kinds, launched kernel, ...
-  // Backtraces are not in the trace format yet: when they are, their string id goes here
-  // (0 = none) and the page shows it in the details panel (key "bt").
+  // Thread events: string id of the call's symbolised stack, one frame per line (0 = none
+  // recorded); the page shows it in the details panel (key "bt").
   std::vector<uint32_t> backtrace;
   size_t size() const { return start.size(); }
   void add(int64_t s, int64_t d, uint32_t n, EventKind k, uint16_t r, uint64_t c, uint64_t b,

@@ -451,7 +451,7 @@
     }
     // Backtraces: the trace format has none yet; when it has, the timeline document carries a
     // "bt" column of string ids and they show here.
-    items.push(row('Backtrace', ev.bt && ev.bt[i] ? strings[ev.bt[i]] : 'not recorded (no call stacks in this trace)', 'backtrace'));
+    items.push(row('Backtrace', ev.bt && ev.bt[i] ? strings[ev.bt[i]] : 'not recorded for this event (call stacks: --backtrace sync|all)', 'backtrace'));
     details.appendChild(el('dl', {}, items.flat()));
   }
 

@@ -8,6 +8,7 @@ asserts exact values of `cutrace summary --json`. One line per test: `PASS name`
     python3 test/e2e/check.py --build build [NAME ...]    (run.sh sets LD_LIBRARY_PATH)
 """
 import argparse
+import collections
 import glob
 import json
 import time
@@ -1394,6 +1395,43 @@ def backtrace_all_gives_launches_stacks(s, c):
     c.equal("sites", sorted(sites), ["alpha", "beta", "gamma"])
     for key, want in SYNC_SITES.items():
         c.equal(f"{key} count", sites.get(key, {}).get("count"), want)
+
+
+@test
+def report_events_carry_their_call_stacks(s, c):
+    """`cutrace report` shows each recorded call stack in the event's details: every sync and
+    blocking copy of sync_sites has a backtrace whose first frame is the function that made the
+    call (alpha: cuStreamSynchronize, beta: cuCtxSynchronize, gamma: the blocking copy), with main
+    under it; launches (not stacked in sync mode) have none."""
+    d = s.tmpdir("report_stacks")
+    s.record(c, d, [s.prog("sync_sites")])
+    out = os.path.join(d, "report.html")
+    p = s.run([s.cutrace, "report", d, "-o", out])
+    c.require(p.returncode == 0, f"`cutrace report` exited {p.returncode}: {tail(p.stderr)}")
+    page = open(out, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="cutrace-timeline">(.*?)</script>', page, re.S)
+    c.require(m is not None, "no timeline document in the report")
+    tl = json.loads(m.group(1).replace("<\\/", "</"))
+    strings = tl["strings"]
+    firsts = collections.Counter()
+    launches_with_stack = 0
+    for t in tl["tracks"]:
+        for i, bt in enumerate(t.get("bt", [])):
+            name = strings[t["n"][i]]
+            if bt:
+                frames = strings[bt].split("\n")
+                c.expect(len(frames) >= 2 and frames[1].startswith("main "), f"{name}: frames {frames[:3]}")
+                firsts[(name, frames[0].split("(")[0])] += 1
+            if name.startswith("cuLaunch") and bt:
+                launches_with_stack += 1
+    by_fn = collections.Counter()
+    for (name, fn), n in firsts.items():
+        by_fn[fn] += n
+    c.equal("events with a stack, by first frame",
+            dict(by_fn), {"sync_site_alpha": SYNC_SITES["alpha"], "sync_site_beta": SYNC_SITES["beta"],
+                          "copy_site_gamma": SYNC_SITES["gamma"]})
+    c.equal("alpha's calls", sorted({n for (n, fn) in firsts if fn == "sync_site_alpha"}), ["cuStreamSynchronize"])
+    c.equal("launches with a stack", launches_with_stack, 0)
 
 
 # The `cutrace serve` tests live in serve_checks.py; they run here with the others.
