@@ -504,7 +504,7 @@ def corrupt_or_foreign_file_is_a_clear_error(s, c):
             c.expect(not re.search(r"terminate called|Segmentation|Aborted|exception|Sanitizer", p.stderr),
                      f"{what_cmd} crashed: {tail(p.stderr)}")
             if what == "future format version":
-                c.expect("newer" in p.stderr and "2.0" in p.stderr,
+                c.expect("newer" in p.stderr and "3.0" in p.stderr,
                          f"{what_cmd} does not say the file is from a newer version: {tail(p.stderr)}")
         left = [o for o in (out + ".pftrace", out + ".sqlite") if os.path.exists(o)]
         c.expect(not left, f"export on {what} left {left} behind")
@@ -1205,13 +1205,13 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
     and fails every later one with ENOSPC. The program's exit status and stdout are those of a run
     without the fault, stderr holds one cutrace warning ("No space left on device"), and the tools
     read the file and say that it is incomplete."""
-    limit = 20000
-    argv = [s.prog("fault_app"), "many", "5000"]
+    limit, n = 20000, 20000  # format 2.0 packs a launch into ~4 bytes: n makes a trace > 2 x limit
+    argv = [s.prog("fault_app"), "many", str(n)]
     d0 = s.tmpdir("diskfull-free")
     rc0, out0, err0 = fault_run(s, argv, d0)
     c.equal("without the fault: exit status", rc0, 0)
     _, _, _, full = one_trace(s, c, d0)
-    c.equal("without the fault: launches", full, 5000)
+    c.equal("without the fault: launches", full, n)
     c.expect(os.path.getsize(os.path.join(d0, traces(d0)[0])) > 2 * limit, "the trace without the fault is too small")
     d = s.tmpdir("diskfull")
     interposer = os.path.join(s.build, "test", "libdisk_full.so")
@@ -1228,7 +1228,7 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
     path, j, r, launches = one_trace(s, c, d)
     c.equal("trace size (the bytes the full disk took)", os.path.getsize(path), limit)
     c.equal("complete", r["complete"], False)
-    c.expect(launches < 5000, f"{launches} launches in a {limit}-byte trace")
+    c.expect(launches < n, f"{launches} launches in a {limit}-byte trace")
     text = s.run([s.cutrace, "summary", path])
     c.equal("cutrace summary exit status", text.returncode, 0)
     c.expect(re.search(r"truncated|incomplete", text.stdout + text.stderr),
@@ -1237,7 +1237,7 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
     c.equal("cutrace dump exit status", dump.returncode, 0)
     c.expect(re.search(r"truncated|incomplete", dump.stdout + dump.stderr),
              f"`cutrace dump` does not say the trace is incomplete: {tail(dump.stdout + dump.stderr)}")
-    c.notes.append(f"disk full after {limit} bytes: {launches} of 5000 launches kept; warning: {lines[0] if lines else ''}")
+    c.notes.append(f"disk full after {limit} bytes: {launches} of {n} launches kept; warning: {lines[0] if lines else ''}")
 
 
 @test
