@@ -584,7 +584,7 @@ bool SummaryModel::add(TraceReader& r) {
           short_ns_ = sat_add(short_ns_, d);
         }
         if (!(op.flags & fmt::kOpInferredStart)) {
-          int64_t latency = gs - op.cpu_end;
+          int64_t latency = sat_sub(gs, op.cpu_end);
           launch_.add(latency);
           if (t.last_end(op.stream) <= op.cpu_end) {  // nothing queued ahead on the stream
             launch_idle_.add(latency);
