@@ -31,7 +31,7 @@ bool read_rank(const std::string& file, RankClock* rc, RankData* d, std::string*
     switch (rec.type()) {
       case fmt::RecType::ClockSync: {
         const auto& c = rec.as<fmt::ClockSyncRec>();
-        d->real_minus_mono.push_back(c.realtime_ns - c.monotonic_ns);
+        d->real_minus_mono.push_back(int64_t(uint64_t(c.realtime_ns) - uint64_t(c.monotonic_ns)));  // any value: no UB
         break;
       }
       case fmt::RecType::Kernel: {

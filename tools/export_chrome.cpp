@@ -181,7 +181,7 @@ class ChromeFile {
 
  private:
   // -- helpers
-  int64_t rel(int64_t t) const { return t + offset_ - base_; }
+  int64_t rel(int64_t t) const { return exporter::wrap_sub(exporter::wrap_add(t, offset_), base_); }
 
   void begin_event() {
     o_ += events_ ? ",\n{" : "\n{";

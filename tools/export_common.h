@@ -36,6 +36,11 @@ struct ExportStats {
 };
 inline ExportStats g_stats;
 
+// t + off and t - off modulo 2^64: times and clock offsets come from the file, and a damaged one
+// may hold any value (fuzz_export_chrome: signed integer overflow). Garbage in, garbage out, no UB.
+inline int64_t wrap_add(int64_t t, int64_t off) { return int64_t(uint64_t(t) + uint64_t(off)); }
+inline int64_t wrap_sub(int64_t t, int64_t off) { return int64_t(uint64_t(t) - uint64_t(off)); }
+
 // Offset of `file` in `a` (common ns = file ns + offset). Same as Alignment::offset_of, which
 // lives in tools/align.cpp: the exporters do not depend on it so that tests can build them alone.
 inline int64_t offset_for(const Alignment& a, const std::string& file) {

@@ -362,19 +362,19 @@ class PerfettoFile {
   }
   void slice(uint32_t track, int64_t b, int64_t e) {
     tracks_[track].used = true;
-    slices_.push_back({b + offset_, std::max(b, e) + offset_, body_start_, uint32_t(arena_.size() - body_start_), track});
+    slices_.push_back({exporter::wrap_add(b, offset_), exporter::wrap_add(std::max(b, e), offset_), body_start_, uint32_t(arena_.size() - body_start_), track});
   }
   void instant(uint32_t track, int64_t ts) {
     tracks_[track].used = true;
-    instants_.push_back({ts + offset_, body_start_, uint32_t(arena_.size() - body_start_), track});
+    instants_.push_back({exporter::wrap_add(ts, offset_), body_start_, uint32_t(arena_.size() - body_start_), track});
   }
   void counter_d(uint32_t track, int64_t ts, double v) {
     tracks_[track].used = true;
-    counters_.push_back({ts + offset_, track, true, std::isfinite(v) ? v : 0.0, 0});
+    counters_.push_back({exporter::wrap_add(ts, offset_), track, true, std::isfinite(v) ? v : 0.0, 0});
   }
   void counter_i(uint32_t track, int64_t ts, int64_t v) {
     tracks_[track].used = true;
-    counters_.push_back({ts + offset_, track, false, 0.0, v});
+    counters_.push_back({exporter::wrap_add(ts, offset_), track, false, 0.0, v});
   }
 
   uint64_t flow_id(uint64_t corr) const {
@@ -532,7 +532,7 @@ class PerfettoFile {
       uint16_t dev = votes_.device_for(p.tid, r_);
       uint32_t track = child_track(children_, gpu_track(dev), kAnnotationsKey, "NVTX ranges (GPU projection)");
       tracks_[track].used = true;
-      slices_.push_back({p.start + offset_, p.end + offset_, p.body_off, p.body_len, track});
+      slices_.push_back({exporter::wrap_add(p.start, offset_), exporter::wrap_add(p.end, offset_), p.body_off, p.body_len, track});
     }
     for (const GpuSampleLite& g : gpu_samples_) {
       if (votes_.any() && !votes_.used(g.device)) continue;  // NVML samples every GPU of the host

@@ -613,13 +613,13 @@ bool SummaryModel::add(TraceReader& r) {
         int64_t gs = op.gpu_start, ge = op.gpu_end;
         s.time.add(gs, ge);
         if (!timed(gs, ge)) break;
-        int64_t d = ge - gs;
+        int64_t d = sat_sub(ge, gs);
         if (d < opt_.short_kernel_ns) {
           ++short_count_;
-          short_ns_ += d;
+          short_ns_ = sat_add(short_ns_, d);
         }
         if (!(op.flags & fmt::kOpInferredStart)) {
-          int64_t latency = gs - op.cpu_end;
+          int64_t latency = sat_sub(gs, op.cpu_end);
           launch_.add(latency);
           if (t.last_end(op.stream) <= op.cpu_end) {  // nothing queued ahead on the stream
             launch_idle_.add(latency);

@@ -2,14 +2,14 @@
 # Runs the libFuzzer targets of build-fuzz/fuzz/ (built by `make fuzz`) as a regression check:
 # every input of test/fuzz/corpus/ (valid traces from the fake driver, damaged copies of them,
 # and every input a fuzzer found a bug with) once, then SECONDS of new fuzzing per target
-# (default 20; 0: none) into a scratch corpus that is thrown away.
+# (default 0: the corpus only) into a scratch corpus that is thrown away.
 #   BUILD=build-fuzz bash test/fuzz/run.sh [SECONDS] [TARGET ...]
 # A long run of one target (what docs/RELIABILITY.md reports):
 #   nice -n 10 build-fuzz/fuzz/fuzz_reader -max_total_time=600 NEW_DIR test/fuzz/corpus
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${BUILD:-build-fuzz}
-secs=${1:-20}
+secs=${1:-0}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then

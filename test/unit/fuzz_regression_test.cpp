@@ -15,6 +15,7 @@
 #include "collector/writer.h"
 #include "tools/cmd_dump.cpp"     // the unit tests build the tools sources they use into themselves
 #include "tools/format_util.h"  // format_util.cpp is built into the unit tests by report_data_test.cpp
+#include "tools/exports.h"
 #include "tools/summary_model.h"
 
 namespace {
@@ -108,4 +109,19 @@ TEST_CASE("regression: kernel and call times at the ends of int64 do not overflo
   CHECK(ks[0].time.count == 4);
   CHECK(ks[0].time.gpu.sum == INT64_MAX);  // saturated, not wrapped to a negative total
   CHECK(m.to_json().is_object());
+}
+
+TEST_CASE("regression: a damaged clock sync does not overflow the exporters' time shift (fuzz_export_chrome)") {
+  // realtime - monotonic of a damaged ClockSync record, and then time + offset in the exporters,
+  // overflowed int64 (UBSan: signed integer overflow in export_chrome.cpp rel()); both now wrap.
+  std::string path = kRegress + "export-clock-offset-overflow";
+  REQUIRE(std::filesystem::exists(path));
+  std::vector<std::string> in{path};
+  cutrace::Alignment a = cutrace::align_traces(in);
+  char tmpl[] = "/tmp/cutrace_regress.XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string dir = tmpl, err;
+  CHECK(cutrace::export_chrome(in, a, dir + "/chrome", &err));
+  CHECK(cutrace::export_perfetto(in, a, dir + "/out.pftrace", &err));
+  std::filesystem::remove_all(dir);
 }
