@@ -4,6 +4,14 @@
 #include <cstring>
 #include <utility>
 
+// Forced inlining for the unpacker's speed (bench/summary_speed.sh). GCC's sanitizer builds
+// (make sanitize, -O1) cannot honour it where a coder is reached through a function pointer.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CT_FORCE_INLINE inline
+#else
+#define CT_FORCE_INLINE [[gnu::always_inline]] inline
+#endif
+
 namespace cutrace::codec {
 namespace {
 
@@ -31,13 +39,13 @@ void store(char* p, size_t size, uint64_t v) { std::memcpy(p, &v, size); }
 // where GCC's memcpy/memset (and loops it recognises as such) become `rep movs`/`rep stos`, which
 // spend more time starting up than copying.
 template <size_t N, size_t... W>
-[[gnu::always_inline]] inline void copy_words(char* to, const char* from, std::index_sequence<W...>) {
+CT_FORCE_INLINE void copy_words(char* to, const char* from, std::index_sequence<W...>) {
   static_assert(N >= 8);
   (store(to + 8 * W, 8, from ? load(from + 8 * W, 8) : 0), ...);
   if (N % 8) store(to + N - 8, 8, from ? load(from + N - 8, 8) : 0);
 }
 template <size_t N>
-[[gnu::always_inline]] inline void copy_words(char* to, const char* from) {
+CT_FORCE_INLINE void copy_words(char* to, const char* from) {
   copy_words<N>(to, from, std::make_index_sequence<N / 8>());
 }
 
@@ -102,13 +110,13 @@ struct State {
 #define AT(R, member) r + offsetof(R, member), sizeof(static_cast<R*>(nullptr)->member)
 
 template <class IO>
-[[gnu::always_inline]] inline void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
+CT_FORCE_INLINE void code_cpu_times(IO& io, char* r, size_t begin_off, size_t end_off, size_t tid_off) {
   uint32_t tid = uint32_t(load(r + tid_off, 4));
   io.cpu_times(tid, r + begin_off, r + end_off);
 }
 
 template <class IO, class R>
-[[gnu::always_inline]] inline void code_op(IO& io, char* r) {
+CT_FORCE_INLINE void code_op(IO& io, char* r) {
   constexpr size_t op = offsetof(R, op);
   using O = fmt::OpCommon;
   io.u(fmt::kColThread, r + op + offsetof(O, tid), 4);
@@ -125,7 +133,7 @@ template <class IO, class R>
 }
 
 template <class IO>
-[[gnu::always_inline]] inline void code_kernel(IO& io, char* r) {
+CT_FORCE_INLINE void code_kernel(IO& io, char* r) {
   code_op<IO, fmt::KernelRec>(io, r);
   io.config(r + offsetof(fmt::KernelRec, name_id));
 }
@@ -442,7 +450,7 @@ void unpack(Reader& rd, fmt::RecType type, char* dst, void (*code)(Reader&, char
 }
 
 // The packed types of packed_size(); dst has room for the type's struct.
-[[gnu::always_inline]] inline void unpack_record(Reader& rd, uint16_t type, char* dst) {
+CT_FORCE_INLINE void unpack_record(Reader& rd, uint16_t type, char* dst) {
   using T = fmt::RecType;
   switch (static_cast<T>(type)) {
     case T::Kernel: return unpack<fmt::KernelRec>(rd, T::Kernel, dst, code_kernel<Reader>);
