@@ -58,7 +58,9 @@ ThreadState* thread_state_slow() {
   auto* s = new ThreadState();
   s->tid = uint32_t(syscall(SYS_gettid));
   s->index = g_next_index.fetch_add(1, std::memory_order_relaxed);
-  if (g_backtrace != Backtrace::None) s->stacks = new StackRing();
+  // Default-initialised: the slots stay untouched (not resident) until stacks are captured, so
+  // threads that never synchronise do not pay the ring's 528 KiB (value-init would zero it all).
+  if (g_backtrace != Backtrace::None) s->stacks = new StackRing;
   ThreadState* head = g_head.load(std::memory_order_relaxed);
   do {
     s->next.store(head, std::memory_order_relaxed);
