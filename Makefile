@@ -111,8 +111,8 @@ $(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
 test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
-	BUILD=$(BUILD) bash test/report/run.sh
-	BUILD=$(BUILD) bash test/serve/run.sh
+	BUILD=$(BUILD) bash test/browser/run.sh report
+	BUILD=$(BUILD) bash test/browser/run.sh serve
 
 # ---- sanitizers: the same build and the same tests, under TSan or ASan+UBSan (gcc) -----------
 # test/sanitize/run.sh sets the runtime options, preloads the runtime ahead of the shim in the

@@ -1,4 +1,4 @@
-// Browser tests of `cutrace report` (run by test/report/run.sh, i.e. `make test`): a synthetic
+// Browser tests of `cutrace report` (run by test/browser/run.sh report, i.e. `make test`): a synthetic
 // 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
 // and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Browser tests of `cutrace serve` (run by test/serve/run.sh, i.e. `make test`): jobs recorded on
+// Browser tests of `cutrace serve` (run by test/browser/run.sh serve, i.e. `make test`): jobs recorded on
 // the fake driver are served, and headless chromium uses the pages as a person would: the job
 // list (filters, a job directory named like an <img> tag shown as text), open a job (dashboard
 // and timeline), back, unload it, open another; zooming the timeline of a large job fetches a

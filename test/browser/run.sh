@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Browser tests of `cutrace serve` (web/test/serve_test.mjs) in headless chromium. `make test`
-# runs them after building; this script builds nothing:
-#   BUILD=build bash test/serve/run.sh
-# Skips LOUDLY when chromium or node is missing: exit 0 on a developer machine, 1 under CI=true.
+# Browser tests in headless chromium: web/test/<SUITE>_test.mjs, SUITE = report (`cutrace report`'s
+# page) or serve (`cutrace serve`'s pages). `make test` runs both after building; this script
+# builds nothing:
+#   BUILD=build bash test/browser/run.sh report|serve
+# Skips LOUDLY when chromium or node is missing: exit 0 on a developer machine, 1 under CI=true
+# (.ci/run installs them).
 set -euo pipefail
+suite=${1:?usage: bash test/browser/run.sh report|serve}
+case $suite in
+  report) needs=(bin/cutrace test/report_trace_gen) ;;
+  serve) needs=(bin/cutrace lib/libcutrace.so test/e2e/fault_app test/e2e/hostile_names) ;;
+  *) echo "run.sh: unknown suite '$suite' (report|serve)" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${BUILD:-build}" && pwd)
 skip() {
   echo "****************************************************************************" >&2
-  echo "serve browser tests SKIPPED: $*" >&2
+  echo "$suite browser tests SKIPPED: $*" >&2
   echo "install them: apt-get install -y nodejs npm chromium (bash .ci/run --deps-only)" >&2
   echo "****************************************************************************" >&2
   [[ ${CI:-} == true ]] && exit 1
@@ -20,9 +28,9 @@ for c in "${CHROMIUM:-}" /usr/lib/chromium/chromium /usr/bin/chromium /usr/bin/c
   [[ -n $c && -x $c ]] && { chromium=$c; break; }
 done
 [[ -n $chromium ]] || skip "no chromium found (set CHROMIUM=/path/to/chromium)"
-for f in bin/cutrace lib/libcutrace.so test/e2e/fault_app test/e2e/hostile_names; do
+for f in "${needs[@]}"; do
   [[ -e $build/$f ]] || { echo "run.sh: $build/$f is missing: run 'make test'" >&2; exit 2; }
 done
 [[ -d $root/web/node_modules/playwright-core ]] || (cd "$root/web" && npm ci --no-audit --no-fund)
 export CHROMIUM=$chromium CUTRACE_BUILD=$build
-exec node --test --test-reporter=spec "$root/web/test/serve_test.mjs"
+exec node --test --test-reporter=spec "$root/web/test/${suite}_test.mjs"
