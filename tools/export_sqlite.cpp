@@ -552,7 +552,7 @@ struct Exporter::FileState {
   std::map<uint16_t, int64_t> devices;                 // CUDA ordinal -> deviceId
   std::set<std::pair<uint32_t, uint16_t>> streams;     // (stream, device) used by operations
 
-  int64_t t(int64_t ns) const { return ns + base; }
+  int64_t t(int64_t ns) const { return exporter::wrap_add(ns, base); }  // damaged times: no overflow UB
 
   // deviceId of this process's CUDA device `ordinal`: one id per physical GPU of the database.
   bool dev(uint16_t ordinal, int64_t* out) {
@@ -779,7 +779,7 @@ struct Exporter::FileState {
 };
 
 bool Exporter::file(TraceReader& r, const Input& in, int64_t session_start) {
-  FileState f{*this, r, in, in.offset - session_start, {}, {}, {}, {}, {}, {}, {}};
+  FileState f{*this, r, in, exporter::wrap_sub(in.offset, session_start), {}, {}, {}, {}, {}, {}, {}};
   int64_t dv;
   for (const auto& [ordinal, d] : r.devices())  // the process's GPUs first: ids follow ordinals
     if (!f.dev(ordinal, &dv)) return false;
