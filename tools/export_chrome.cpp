@@ -487,7 +487,8 @@ class ChromeFile {
         break;
       case fmt::RecType::OpStack: {
         const auto& o = rec.as<fmt::OpStackRec>();
-        op_stacks_[o.corr] = o.stack;
+        uint64_t corr = o.corr;  // packed record: copy before binding a reference
+        op_stacks_[corr] = o.stack;
         break;
       }
       default:

@@ -133,10 +133,10 @@ class Loader {
     int64_t gs = at(op.gpu_start), ge = at(op.gpu_end);
     extent(gs, ge);
     if (!keep(gs, ge)) return;
-    f_->streams[op.stream].add(gs, ge - gs, name, k, 0, op.corr, bytes,
+    f_->streams[+op.stream].add(gs, ge - gs, name, k, 0, op.corr, bytes,
                                detail);
-    f_->stream_device.emplace(op.stream, op.device);
-    f_->busy[op.device].emplace_back(gs, ge);
+    f_->stream_device.emplace(+op.stream, +op.device);
+    f_->busy[+op.device].emplace_back(gs, ge);
     ++tl_->events;
   }
   // A GPU operation: its launch call on the thread (with its call stack when one was recorded:
@@ -149,21 +149,24 @@ class Loader {
     gpu_event(op, gpu_name, k, bytes, detail);
   }
 
+  // Record fields are packed (unaligned): `+f` passes a copy where a reference would bind to one
+  // (map keys, fmt::format arguments, emplace); binding it directly is undefined behaviour.
   void visit(const Record& rec) {
     using T = fmt::RecType;
     if (stacks_.absorb(rec, *r_)) return;
     switch (rec.type()) {
       case T::OpStack: {
         const auto& o = rec.as<fmt::OpStackRec>();
-        op_stack_[o.corr] = o.stack;
+        uint64_t corr = o.corr;  // packed record: copy before binding a reference
+        op_stack_[corr] = o.stack;
         break;
       }
       case T::Kernel: {
         const auto& k = rec.as<fmt::KernelRec>();
         uint32_t name = str(r_->str(k.name_id));
         std::string geo = ::fmt::format("grid {}x{}x{}  block {}x{}x{}  regs {}  smem {}+{} B",
-                                      k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-                                      k.block[2], k.regs, k.static_smem, k.dyn_smem);
+                                      +k.grid[0], +k.grid[1], +k.grid[2], +k.block[0], +k.block[1],
+                                      +k.block[2], +k.regs, +k.static_smem, +k.dyn_smem);  // +: copies of packed fields
         if (k.kind != 0) geo = std::string(kernel_kind_name(k.kind)) + "  " + geo;
         op(k.op, name, EventKind::Kernel, 0, str(geo), name);
         break;
@@ -177,7 +180,7 @@ class Loader {
       }
       case T::Memset: {
         const auto& m = rec.as<fmt::MemsetRec>();
-        std::string d = ::fmt::format("value {} element {} B", m.value, unsigned(m.element_size));
+        std::string d = ::fmt::format("value {} element {} B", +m.value, unsigned(m.element_size));
         op(m.op, str("Memset"), EventKind::Memset, m.bytes, str(d), str(d));
         break;
       }
@@ -190,7 +193,7 @@ class Loader {
       case T::Memory: {
         const auto& m = rec.as<fmt::MemoryRec>();
         std::string d = ::fmt::format("{} {} at 0x{:x}", m.op == uint8_t(fmt::MemOp::Alloc) ? "alloc" : "free",
-                                    mem_kind_name(m.mem_kind), m.address);
+                                    mem_kind_name(m.mem_kind), +m.address);
         cpu_event(m.tid, at(m.cpu_begin), at(m.cpu_end), str(r_->api_name(m.api)), EventKind::Memory, 0, m.bytes,
                   str(d));
         if (m.result == 0 && m.mem_kind == uint8_t(fmt::MemKind::Device))
@@ -200,7 +203,7 @@ class Loader {
       case T::Api: {
         const auto& a = rec.as<fmt::ApiRec>();
         cpu_event(a.tid, at(a.cpu_begin), at(a.cpu_end), str(r_->api_name(a.api)), EventKind::Api, a.corr, 0,
-                  a.result ? str(::fmt::format("returned error {}", a.result)) : 0);
+                  a.result ? str(::fmt::format("returned error {}", +a.result)) : 0);
         break;
       }
       case T::Range: {
@@ -208,13 +211,13 @@ class Loader {
         int64_t gb = at(g.cpu_begin), gend = at(g.cpu_end);
         extent(gb, gend);
         if (!keep(gb, gend)) break;
-        std::string d = ::fmt::format("GPU ops launched inside {}", g.gpu_ops);
+        std::string d = ::fmt::format("GPU ops launched inside {}", +g.gpu_ops);
         if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
           d += ::fmt::format("  GPU projection {}", tools::human_ns(g.gpu_end - g.gpu_start));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
-        f_->threads[g.tid].add(gb, gend - gb, str(r_->str(g.name_id)),
+        f_->threads[+g.tid].add(gb, gend - gb, str(r_->str(g.name_id)),
                                EventKind::Range, g.depth, 0, 0, str(d));
-        int& md = f_->max_depth[g.tid];
+        int& md = f_->max_depth[+g.tid];
         md = std::max(md, int(g.depth) + 1);
         ++tl_->events;
         break;
@@ -224,8 +227,8 @@ class Loader {
         int64_t ts = at(m.ts);
         extent(ts, ts);
         if (!keep(ts, ts)) break;
-        f_->threads[m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
-        f_->max_depth[m.tid] = std::max(f_->max_depth[m.tid], 1);
+        f_->threads[+m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
+        f_->max_depth[+m.tid] = std::max(f_->max_depth[+m.tid], 1);
         ++tl_->events;
         break;
       }
@@ -238,7 +241,7 @@ class Loader {
       case T::GpuSample: {
         const auto& g = rec.as<fmt::GpuSampleRec>();
         extent(at(g.ts), at(g.ts));
-        f_->nvml[g.device].push_back({at(g.ts), double(g.util), double(g.mem_used)});
+        f_->nvml[+g.device].push_back({at(g.ts), double(g.util), double(g.mem_used)});
         break;
       }
       default: break;
@@ -318,7 +321,7 @@ std::map<uint16_t, CounterSeries> memory_counters(std::vector<MemEvent>& mem) {
   std::map<uint16_t, int64_t> used;
   std::map<std::pair<uint16_t, uint64_t>, uint64_t> live;
   for (const MemEvent& m : mem) {
-    int64_t& u = used[m.device];
+    int64_t& u = used[+m.device];
     if (m.op == uint8_t(fmt::MemOp::Alloc)) {
       live[{m.device, m.address}] = m.bytes;
       u += int64_t(m.bytes);
@@ -328,7 +331,7 @@ std::map<uint16_t, CounterSeries> memory_counters(std::vector<MemEvent>& mem) {
       u -= int64_t(it->second);
       live.erase(it);
     }
-    CounterSeries& c = out[m.device];
+    CounterSeries& c = out[+m.device];
     c.unit = "bytes";
     c.ts.push_back(m.ts);
     c.value.push_back(double(u));

@@ -15,7 +15,8 @@ namespace cutrace {
 bool StackTable::absorb(const Record& rec, const TraceReader& r) {
   if (rec.type() == fmt::RecType::Module) {
     const auto& m = rec.as<fmt::ModuleRec>();
-    ModuleInfo& info = modules_[m.module];
+    uint32_t id = m.module;  // packed record: copy before binding a reference
+    ModuleInfo& info = modules_[id];
     info.path = std::string(r.str(m.path_id));
     info.build_id = m.build_id_id ? std::string(r.str(m.build_id_id)) : std::string();
     info.base = m.base;
@@ -25,8 +26,9 @@ bool StackTable::absorb(const Record& rec, const TraceReader& r) {
   if (rec.type() == fmt::RecType::Stack) {
     const auto& s = rec.as<fmt::StackRec>();
     std::string_view tail = rec.tail(sizeof(fmt::StackRec));
-    size_t n = std::min<size_t>(s.depth, tail.size() / sizeof(fmt::StackFrame));
-    std::vector<fmt::StackFrame>& frames = stacks_[s.stack];
+    size_t depth = s.depth, n = std::min<size_t>(depth, tail.size() / sizeof(fmt::StackFrame));
+    uint32_t id = s.stack;  // packed record: copy before binding a reference
+    std::vector<fmt::StackFrame>& frames = stacks_[id];
     frames.resize(n);
     if (n) std::memcpy(frames.data(), tail.data(), n * sizeof(fmt::StackFrame));
     return true;

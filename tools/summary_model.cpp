@@ -507,7 +507,7 @@ struct SummaryModel::FileTotals {
   void link_stack(const fmt::OpStackRec& o) {
     using T = fmt::RecType;
     if (o.op_type == uint16_t(T::Sync) || o.op_type == uint16_t(T::Memcpy) || o.op_type == uint16_t(T::Memset))
-      op_stack[o.corr] = o.stack;
+      op_stack[uint64_t(o.corr)] = o.stack;  // a copy: a packed field cannot bind a reference
   }
   uint32_t take_stack(uint64_t corr) {
     if (op_stack.empty()) return 0;
