@@ -78,9 +78,9 @@ void GpuBreakdown::merge(const GpuBreakdown& o) {
 DeviceTimeline::DeviceTimeline(size_t capacity) : capacity_(std::max<size_t>(capacity, 4)) {}
 
 void DeviceTimeline::add(int64_t start, int64_t end, int64_t ready, GpuWork work) {
-  // Times are CLOCK_MONOTONIC ns (> 0): anything else is a damaged record, left out so that
-  // differences of times cannot overflow.
-  if (start <= 0) return;
+  // Times are CLOCK_MONOTONIC ns (never negative): a negative start is a damaged record, left
+  // out so that differences of times cannot overflow.
+  if (start < 0) return;
   if (end < start) end = start;
   size_t j = buf_.size();
   buf_.emplace_back();
