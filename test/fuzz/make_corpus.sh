@@ -27,6 +27,8 @@ record routes routes
 record window window_app
 record threads fault_app threads 4 100
 record many fault_app many 600
+# Call stacks of every sync and launch (Module, Stack and OpStack records).
+CUTRACE_BACKTRACE=all record stacks sync_sites
 # The trace of a SIGTERM'd process (End flags = signal) and of a killed one (no End record).
 mkdir -p "$tmp/term"
 CUTRACE_OUTPUT=$tmp/term LD_PRELOAD=$build/lib/libcutrace.so "$build/test/e2e/fault_app" wait 50 >/dev/null &
