@@ -51,7 +51,7 @@ void read_back(Written& w) {
   REQUIRE(r.open_memory(w.bytes, "mem", &err));
   r.read([&](const Record& rec) {
     if (rec.type() == fmt::RecType::Module) w.modules.push_back(rec.as<fmt::ModuleRec>());
-    if (rec.type() == fmt::RecType::Stack) w.stack_ids.push_back(rec.as<fmt::StackRec>().stack);
+    if (rec.type() == fmt::RecType::Stack) w.stack_ids.push_back(+rec.as<fmt::StackRec>().stack);  // +: a copy of a packed field
     w.table.absorb(rec, r);
   });
 }
@@ -89,8 +89,8 @@ TEST_CASE("a call stack is interned once per file: same PCs, same id, one Stack 
   const auto* frames = out.table.stack(1);
   REQUIRE(frames != nullptr);
   REQUIRE(frames->size() == 2);
-  CHECK((*frames)[0].module == out.modules[0].module);
-  CHECK((*frames)[0].offset == inside(stacks_test_ns::target_one) - out.modules[0].base);
+  CHECK(+(*frames)[0].module == +out.modules[0].module);  // +: CHECK binds references
+  CHECK(+(*frames)[0].offset == inside(stacks_test_ns::target_one) - out.modules[0].base);
 }
 
 TEST_CASE("the shim's own leading frames are removed and at most 24 frames are kept") {
@@ -109,7 +109,7 @@ TEST_CASE("the shim's own leading frames are removed and at most 24 frames are k
   const auto* frames = out.table.stack(id);
   REQUIRE(frames != nullptr);
   CHECK(frames->size() == fmt::kMaxStackFrames);
-  for (const fmt::StackFrame& f : *frames) CHECK(f.module != 0);  // no shim frame left
+  for (const fmt::StackFrame& f : *frames) CHECK(+f.module != 0);  // no shim frame left
 
   uint64_t only_shim[] = {shim_pc};
   CHECK(in.intern(only_shim, 1, [&](uint64_t pc) { return pc == shim_pc; }) == 0);
