@@ -464,8 +464,10 @@ def truncated_trace_still_reads(s, c):
     c.equal("cut trace pid (from its first block)", r["pid"], full["ranks"][0]["pid"])
     c.expect(0 < j["records"] < full["records"],
              f"cut trace has {j['records']} records, expected some but fewer than {full['records']}")
+    # The lost half block may hold launches or only what the collector wrote last (samples, the
+    # End record): when the program outran a slow collector, every launch is in earlier blocks.
     launches = sum(k["count"] for k in j["kernels"])
-    c.expect(0 < launches < 16800, f"cut trace has {launches} launches, expected 1..16799")
+    c.expect(0 < launches <= 16800, f"cut trace has {launches} launches, expected 1..16800")
     t = s.run([s.cutrace, "summary", dst])
     c.equal("text summary exit status", t.returncode, 0)
     c.expect("truncated" in t.stdout, f"text summary does not say truncated: {tail(t.stdout)}")
