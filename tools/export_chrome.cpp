@@ -485,12 +485,9 @@ class ChromeFile {
       case fmt::RecType::Stack:
         stacks_.absorb(rec, r_);
         break;
-      case fmt::RecType::OpStack: {
-        const auto& o = rec.as<fmt::OpStackRec>();
-        uint64_t corr = o.corr;  // packed record: copy before binding a reference
-        op_stacks_[corr] = o.stack;
+      case fmt::RecType::OpStack:
+        op_stacks_.link(rec.as<fmt::OpStackRec>());
         break;
-      }
       default:
         exporter::dispatch_record(rec, *this);
     }
@@ -499,11 +496,8 @@ class ChromeFile {
   // ,"backtrace":["fn (module+0x..)", ...] for a host call whose call stack was recorded
   // (innermost first; symbolised once per stack).
   void backtrace_arg(uint64_t corr) {
-    if (op_stacks_.empty()) return;
-    auto it = op_stacks_.find(corr);
-    if (it == op_stacks_.end()) return;
-    uint32_t id = it->second;
-    op_stacks_.erase(it);
+    uint32_t id = op_stacks_.take(corr);
+    if (!id) return;
     std::string& json = backtraces_[id];
     if (json.empty()) {
       json = ",\"backtrace\":[";
@@ -679,7 +673,7 @@ class ChromeFile {
   std::vector<Projection> projections_;
   StackTable stacks_;
   Symbolizer symbolizer_;
-  std::unordered_map<uint64_t, uint32_t> op_stacks_;    // corr -> stack, until its record comes
+  OpStacks op_stacks_;
   std::unordered_map<uint32_t, std::string> backtraces_;  // stack -> its "backtrace" JSON
 };
 

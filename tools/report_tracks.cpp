@@ -81,7 +81,7 @@ class Loader {
     f.info.rank = meta_int(r, "rank", -1);
     f.info.pid = meta_int(r, "pid", 0);
     stacks_ = StackTable();  // stack and module ids are per file
-    op_stack_.clear();
+    op_stacks_.clear();
     stack_text_.clear();
     r.read([&](const Record& rec) { visit(rec); });
     for (const auto& [tid, name] : r.threads()) f.thread_names[tid] = std::string(r.str(name));
@@ -103,11 +103,8 @@ class Loader {
   // The call stack recorded for the operation `corr` (an OpStack record precedes its operation),
   // symbolised once per stack: a string id of one frame per line, innermost first; 0 = none.
   uint32_t backtrace_of(uint64_t corr) {
-    if (!corr || op_stack_.empty()) return 0;
-    auto it = op_stack_.find(corr);
-    if (it == op_stack_.end()) return 0;
-    uint32_t stack = it->second;
-    op_stack_.erase(it);
+    uint32_t stack = corr ? op_stacks_.take(corr) : 0;
+    if (!stack) return 0;
     auto [t, fresh] = stack_text_.emplace(stack, 0);
     if (fresh) {
       std::string text;
@@ -155,12 +152,9 @@ class Loader {
     using T = fmt::RecType;
     if (stacks_.absorb(rec, *r_)) return;
     switch (rec.type()) {
-      case T::OpStack: {
-        const auto& o = rec.as<fmt::OpStackRec>();
-        uint64_t corr = o.corr;  // packed record: copy before binding a reference
-        op_stack_[corr] = o.stack;
+      case T::OpStack:
+        op_stacks_.link(rec.as<fmt::OpStackRec>());
         break;
-      }
       case T::Kernel: {
         const auto& k = rec.as<fmt::KernelRec>();
         uint32_t name = str(r_->str(k.name_id));
@@ -255,7 +249,7 @@ class Loader {
   int64_t off_ = 0;
   StackTable stacks_;                                // this file's Module and Stack records
   Symbolizer sym_;                                   // ELF symbols, cached per module
-  std::unordered_map<uint64_t, uint32_t> op_stack_;  // corr -> stack id, until its op is met
+  OpStacks op_stacks_;
   std::unordered_map<uint32_t, uint32_t> stack_text_;  // stack id -> string id of its frames
 };
 

@@ -39,6 +39,25 @@ class StackTable {
   std::unordered_map<uint32_t, std::vector<fmt::StackFrame>> stacks_;
 };
 
+// OpStack records: each operation's call stack id, kept from its OpStack record (which comes
+// first, for a GPU operation possibly by much) until the operation's own record takes it.
+class OpStacks {
+ public:
+  void link(const fmt::OpStackRec& o) { pending_[uint64_t(o.corr)] = o.stack; }  // copy: packed field
+  uint32_t take(uint64_t corr) {  // 0 = no stack recorded for this operation
+    if (pending_.empty()) return 0;
+    auto it = pending_.find(corr);
+    if (it == pending_.end()) return 0;
+    uint32_t id = it->second;
+    pending_.erase(it);
+    return id;
+  }
+  void clear() { pending_.clear(); }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> pending_;
+};
+
 struct SymFrame {
   std::string function;  // demangled; "" when unknown
   std::string module;    // path; "" when the PC was in no module

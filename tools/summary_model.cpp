@@ -501,22 +501,15 @@ struct SummaryModel::FileTotals {
     std::map<uint16_t, uint64_t> apis;
   };
   StackTable stacks;
-  std::unordered_map<uint64_t, uint32_t> op_stack;  // corr -> stack id
+  OpStacks op_stacks;  // blocking operations' stacks only
   std::unordered_map<uint32_t, Site> sites;
   CpuTimeStat unattributed;
   void link_stack(const fmt::OpStackRec& o) {
     using T = fmt::RecType;
     if (o.op_type == uint16_t(T::Sync) || o.op_type == uint16_t(T::Memcpy) || o.op_type == uint16_t(T::Memset))
-      op_stack[uint64_t(o.corr)] = o.stack;  // a copy: a packed field cannot bind a reference
+      op_stacks.link(o);
   }
-  uint32_t take_stack(uint64_t corr) {
-    if (op_stack.empty()) return 0;
-    auto it = op_stack.find(corr);
-    if (it == op_stack.end()) return 0;
-    uint32_t id = it->second;
-    op_stack.erase(it);
-    return id;
-  }
+  uint32_t take_stack(uint64_t corr) { return op_stacks.take(corr); }
   void blocked(uint32_t stack, uint16_t api, int64_t cpu_begin, int64_t cpu_end) {
     if (!stack) return unattributed.add(cpu_begin, cpu_end);
     Site& s = sites[stack];
