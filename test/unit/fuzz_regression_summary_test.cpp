@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 
+#include "test/unit/cli_quietly.h"
 #include "tools/cmd_summary.cpp"  // the unit tests build the tools sources they use into themselves
 
 namespace {
@@ -22,23 +23,9 @@ const std::string kSummaryRegress =
 int summary_quietly(const std::string& path, bool json) {
   CLI::App app{"cutrace", "cutrace"};
   add_summary_command(app);
-  fflush(stdout);
-  int saved = dup(1);
-  int null = ::open("/dev/null", O_WRONLY);
-  dup2(null, 1);
-  int rc = 0;
-  try {
-    std::vector<const char*> argv{"cutrace", "summary", path.c_str()};
-    if (json) argv.push_back("--json");
-    app.parse(int(argv.size()), argv.data());
-  } catch (const CLI::Error& e) {
-    rc = e.get_exit_code();
-  }
-  fflush(stdout);
-  dup2(saved, 1);
-  ::close(saved);
-  ::close(null);
-  return rc;
+  std::vector<std::string> args{"summary", path};
+  if (json) args.push_back("--json");
+  return run_quietly(app, args);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
+#include "test/unit/cli_quietly.h"
 #include "tools/cmd_dump.cpp"     // the unit tests build the tools sources they use into themselves
 #include "tools/format_util.h"  // format_util.cpp is built into the unit tests by report_data_test.cpp
 #include "tools/exports.h"
@@ -27,24 +28,7 @@ const std::string kRegress =
 int dump_quietly(const std::string& path) {
   CLI::App app{"cutrace", "cutrace"};
   add_dump_command(app);
-  fflush(stdout);
-  int saved = dup(1);
-  int null = ::open("/dev/null", O_WRONLY);
-  dup2(null, 1);
-  int rc = 0;
-  try {
-    std::vector<std::string> args{"dump", path};
-    std::vector<const char*> argv{"cutrace"};
-    for (const std::string& a : args) argv.push_back(a.c_str());
-    app.parse(int(argv.size()), argv.data());
-  } catch (const CLI::Error& e) {
-    rc = e.get_exit_code();
-  }
-  fflush(stdout);
-  dup2(saved, 1);
-  ::close(saved);
-  ::close(null);
-  return rc;
+  return run_quietly(app, {"dump", path});
 }
 
 }  // namespace
