@@ -378,30 +378,35 @@ struct Reader {
   Cursor col[fmt::kColumnCount];
   State st;
   const std::vector<fmt::KernelConfigRec>* configs;
+  const uint8_t* limit = nullptr;  // end of the payload: kDecodePadding readable bytes follow
   uint64_t unresolved = 0;
   bool bad = false;
 
-  uint64_t get(Column c) {
-    Cursor& k = col[c];
-    if (__builtin_expect(k.end - k.p >= 10, 1)) {  // fast path: no bounds check per byte
-      uint64_t b = *k.p++;
-      if (b < 0x80) return b;
-      uint64_t v = b & 0x7F;
-      for (unsigned shift = 7; shift < 70; shift += 7) {
-        b = *k.p++;
-        v |= (b & 0x7F) << shift;
-        if (b < 0x80) return v;
-      }
+  // One varint of column c. A cursor below `limit` can read a whole varint (10 bytes) without a
+  // check per byte, even from the next column's bytes: the cursors are checked against their own
+  // columns' ends once, after the block (a column that overran makes the block bad), and
+  // `limit` bounds every read to the payload and its padding.
+  CT_FORCE_INLINE uint64_t get(Column c) {
+    const uint8_t* p = col[c].p;
+    if (__builtin_expect(p >= limit, 0)) {
       bad = true;
       return 0;
     }
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-      if (k.p == k.end) break;
-      uint8_t b = *k.p++;
-      v |= uint64_t(b & 0x7F) << shift;
-      if (!(b & 0x80)) return v;
+    uint64_t b = *p++;
+    if (b < 0x80) {
+      col[c].p = p;
+      return b;
     }
+    uint64_t v = b & 0x7F;
+    for (unsigned shift = 7; shift < 70; shift += 7) {
+      b = *p++;
+      v |= (b & 0x7F) << shift;
+      if (b < 0x80) {
+        col[c].p = p;
+        return v;
+      }
+    }
+    col[c].p = p;
     bad = true;
     return 0;
   }
@@ -472,6 +477,7 @@ bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out,
   rd.configs = &configs_;
   Cursor head{reinterpret_cast<const uint8_t*>(payload), reinterpret_cast<const uint8_t*>(payload) + n};
   rd.col[0] = head;
+  rd.limit = head.end;
   uint64_t ncols = rd.get(fmt::kColTag);
   if (rd.bad || ncols < fmt::kColumnCount || ncols > 255) return false;
   uint64_t lens[256];
@@ -528,6 +534,9 @@ bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out,
     if (!dst) return false;
     unpack_record(rd, tag, dst);
     if (rd.bad) return false;
+  }
+  for (int i = 0; i < fmt::kColumnCount; ++i) {
+    if (rd.col[i].p > rd.col[i].end) return false;  // read past its column (see Reader::get)
   }
   *out_size = used;
   unresolved_ += rd.unresolved;

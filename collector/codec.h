@@ -40,11 +40,16 @@ class BlockEncoder {
   std::unordered_map<std::string, uint32_t> configs_;  // 44 config bytes -> id (>= 1)
 };
 
+// Readable bytes that BlockDecoder::decode needs after a payload (a varint is at most 10 bytes).
+inline constexpr size_t kDecodePadding = 16;
+
 // Unpacks packed payloads. One per file: it owns the file's KernelConfig table.
 class BlockDecoder {
  public:
   // Unpacks payload[0, n) into the first *out_size bytes of *out (grown as needed, never shrunk)
-  // as plain records. Returns false, with *out in an unspecified state, when the payload is malformed (a column overruns, an unknown tag, the
+  // as plain records. payload[n, n + kDecodePadding) must be readable too (its bytes are never
+  // used): varints are read without a check per byte. Returns false, with *out in an
+  // unspecified state, when the payload is malformed (a column overruns, an unknown tag, the
   // result would exceed fmt::kMaxBlockDecoded). Kernels whose config is unknown (its block was
   // lost) decode with name_id 0 and zero dimensions and are counted in unresolved().
   bool decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size,

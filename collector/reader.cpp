@@ -250,7 +250,8 @@ bool TraceReader::read_block() {
       ++status_.bad_blocks;
       continue;
     }
-    if (b.raw.size() < h.raw_size) b.raw.resize(h.raw_size);
+    // codec::kDecodePadding: the packed decoder may read that far past the payload (2.x).
+    if (b.raw.size() < h.raw_size + codec::kDecodePadding) b.raw.resize(h.raw_size + codec::kDecodePadding);
     int got = LZ4_decompress_safe(src_.data() + sizeof h, b.raw.data(), int(h.compressed_size),
                                   int(h.raw_size));
     if (got < 0 || uint32_t(got) != h.raw_size) {
