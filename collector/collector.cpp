@@ -66,6 +66,9 @@ fmt::ClockSyncRec clock_sync_now() {
 }
 std::atomic<int> g_state{kIdle};
 std::atomic<int> g_fatal_signal{0};
+// The status this process exits with (0..255) once exit() runs (return from main included),
+// as on_exit() hands it over; -1 before, or when the process ends another way.
+std::atomic<int> g_exit_status{-1};
 std::atomic<bool> g_signal_flushed{false};
 
 class Collector {
@@ -147,7 +150,10 @@ void recycle(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b) {
 }
 
 // ---- start / stop -----------------------------------------------------------------------
-void at_exit() { collector_shutdown(fmt::kEndClean); }
+void at_exit(int status, void*) {
+  g_exit_status.store(status & 0xff);
+  collector_shutdown(fmt::kEndClean);
+}
 
 void on_fatal_signal(int sig) {
   // Ask the collector to write what it has, wait for it (bounded), then die as before.
@@ -217,7 +223,7 @@ bool Collector::start() {
     log_warn("cannot start the collector thread; capture disabled");
     return false;
   }
-  atexit(at_exit);
+  on_exit(at_exit, nullptr);  // glibc: like atexit, with the exit status
   install_signal_flush();
   log_info("recording to %s", path_.c_str());
   return true;
@@ -346,6 +352,8 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   struct timespec cpu {};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)  // what profiling cost this process's CPUs
     w_.meta("collector_cpu_ns", std::to_string(int64_t(cpu.tv_sec) * 1000000000 + cpu.tv_nsec).c_str());
+  if (int status = g_exit_status.load(); status >= 0 && !(flags & fmt::kEndSignal))
+    w_.meta("exit_status", std::to_string(status));
   if (stacks_lost_) {
     w_.meta("stacks_lost", std::to_string(stacks_lost_));
     log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
@@ -745,6 +753,7 @@ void collector_after_fork_child() {
   g_col = nullptr;  // the parent's collector (and its file) belong to the parent
   g_state.store(kIdle, std::memory_order_relaxed);
   g_fatal_signal.store(0);
+  g_exit_status.store(-1);
   g_signal_flushed.store(false);
   registry_reset_after_fork();
   g_capture_on.store(config().enabled, std::memory_order_relaxed);

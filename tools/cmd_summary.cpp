@@ -52,6 +52,8 @@ std::string device_line(const cutrace::DeviceInfo& d) {
 std::string status_line(const FileSummary& f) {
   const cutrace::ReadStatus& s = f.status;
   std::string out = s.complete ? "complete" : "truncated (no End record)";
+  if (s.complete && (s.end.flags & cutrace::fmt::kEndSignal)) out += ", ended by a signal";
+  if (f.exit_status > 0) out += fmt::format(", exit status {}", f.exit_status);
   out += fmt::format(", blocks {}", human_count(s.blocks));
   if (s.bad_blocks) out += fmt::format(", bad blocks skipped {}", s.bad_blocks);
   if (s.missing_blocks) out += fmt::format(", blocks missing {}", s.missing_blocks);

@@ -148,6 +148,8 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
       r.read([](const Record&) {});
       f.complete = r.status().complete;
       f.end_flags = r.status().end.flags;
+      std::string_view st = r.meta("exit_status");  // written at the end: known after the read
+      if (!st.empty()) f.exit_status = int(to_i64(st));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -156,7 +158,7 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
 }
 
 Status Scanner::file_status(const std::string& path, const FileFacts& f, int64_t mtime) const {
-  if (f.complete) return (f.end_flags & fmt::kEndSignal) ? Status::Failed : Status::Completed;
+  if (f.complete) return (f.end_flags & fmt::kEndSignal) || f.exit_status > 0 ? Status::Failed : Status::Completed;
   if (now_realtime_ns() - mtime < running_grace_ns) return Status::Running;
   return Status::Stopped;
 }

@@ -4,7 +4,8 @@
 // with a trace file that resolves outside the root (a symlink out) is refused, not listed.
 // Its status comes from the files (docs/REPORT.md, "cutrace serve"):
 //   completed  every rank's End record is clean
-//   failed     some rank's End record was written from a fatal-signal handler
+//   failed     some rank's End record was written from a fatal-signal handler, or some rank
+//              exited with a non-zero status (meta exit_status)
 //   running    some rank has no End record yet and its process is alive on this host (or the
 //              file changed in the last few seconds)
 //   stopped    some rank has no End record and its process is gone (killed, crashed hard)
@@ -46,6 +47,7 @@ struct Filter {
 struct FileFacts {
   bool complete = false;
   uint32_t end_flags = 0;
+  int exit_status = -1;  // meta exit_status; -1: not recorded
   std::string host;
   int64_t pid = 0;
   int64_t start_realtime_ns = 0;

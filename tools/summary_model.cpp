@@ -837,6 +837,7 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.status = r.status();
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);
   f.read_error = !read_ok;
+  f.exit_status = meta_int(r, "exit_status", -1);
   return f;
 }
 
@@ -1136,6 +1137,7 @@ Json SummaryModel::to_json() const {
          {"pid", f.pid},
          {"file", f.file},
          {"complete", f.status.complete},
+         {"exit_status", opt_int(f.exit_status >= 0, f.exit_status)},
          {"dropped", f.dropped},
          {"bad_blocks", f.status.bad_blocks},
          {"kernels", f.kernels},

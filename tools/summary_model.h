@@ -309,6 +309,7 @@ struct FileSummary {  // one trace file: one process, usually one rank
   std::vector<DeviceInfo> devices;
   ReadStatus status;
   uint64_t dropped = 0;  // max(End.dropped, sum of Dropped records)
+  int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
   bool read_error = false;
 
   // This file's own figures, for the per-rank comparison.

@@ -368,6 +368,11 @@ def app_exit_code_and_output_unchanged(s, c):
             j = s.summary(c, d)  # exit() without cleanup still writes the whole trace
             c.equal("exit_code kernels", [(k["name"], k["count"]) for k in j["kernels"]], [("k_before_exit", 1)])
             c.equal("exit_code trace complete", j["ranks"][0]["complete"], True)
+            c.equal("exit_code exit status in the trace", j["ranks"][0]["exit_status"], 3)
+            text = s.run([s.cutrace, "summary", d]).stdout
+            c.expect("complete, exit status 3" in text, f"summary text does not say 'exit status 3': {tail(text)}")
+        if prog == "copies" and c.equal("copies trace files", len(traces(d)), 1):
+            c.equal("copies exit status in the trace", s.summary(c, d)["ranks"][0]["exit_status"], 0)
 
 
 @test

@@ -45,7 +45,7 @@ std::string this_host() {
   return h;
 }
 
-enum class Ending { Clean, Signal, None };
+enum class Ending { Clean, Signal, None, Exit1 };
 
 // One rank file as the collector writes it: metadata, one kernel name, then an End (or none).
 void write_trace(const std::string& path, Ending end, const std::string& host, int64_t pid,
@@ -59,7 +59,9 @@ void write_trace(const std::string& path, Ending end, const std::string& host, i
   w.meta("start_realtime_ns", std::to_string(start_realtime_ns));
   w.meta("start_monotonic_ns", std::to_string(start_mono_ns));
   w.intern("k_step");
-  if (end == Ending::Clean) REQUIRE(w.close(0, fmt::kEndClean));
+  if (end == Ending::Clean) w.meta("exit_status", "0");
+  if (end == Ending::Exit1) w.meta("exit_status", "1");  // as the collector writes it, at the end
+  if (end == Ending::Clean || end == Ending::Exit1) REQUIRE(w.close(0, fmt::kEndClean));
   if (end == Ending::Signal) REQUIRE(w.close(0, fmt::kEndSignal));
   // Ending::None: the destructor flushes and closes without an End record (killed process).
 }
@@ -99,6 +101,9 @@ TEST_CASE("jobs: status comes from the End record, the process and the file's ag
   write_trace(root.path + "/done/h.rank1.pid2.cutrace", Ending::Clean, host, dead_pid(), t0 + 5);
   write_trace(root.path + "/crashed/h.rank0.pid3.cutrace", Ending::Clean, host, dead_pid(), t0);
   write_trace(root.path + "/crashed/h.rank1.pid4.cutrace", Ending::Signal, host, dead_pid(), t0);
+  // exit(1) on one rank: a clean End record, but the job failed (it used to show as completed).
+  write_trace(root.path + "/exit1/h.rank0.pid10.cutrace", Ending::Clean, host, dead_pid(), t0);
+  write_trace(root.path + "/exit1/h.rank1.pid11.cutrace", Ending::Exit1, host, dead_pid(), t0);
   write_trace(root.path + "/killed/h.rank0.pid5.cutrace", Ending::None, host, dead_pid(), t0);
   age(root.path + "/killed/h.rank0.pid5.cutrace", 3600);
   // This very process, with a capture start after its own start: alive.
@@ -124,6 +129,7 @@ TEST_CASE("jobs: status comes from the End record, the process and the file's ag
   };
   CHECK(status("done") == "completed");
   CHECK(status("crashed") == "failed");
+  CHECK(status("exit1") == "failed");
   CHECK(status("killed") == "stopped");
   CHECK(status("live") == "running");
   CHECK(status("remote_fresh") == "running");
