@@ -233,7 +233,7 @@ void Dist::merge(const Dist& o) {
   max = n == 0 ? o.max : std::max(max, o.max);
   n += o.n;
   sum = sat_add(sum, o.sum);
-  sumsq = sat_add128(sumsq, o.sumsq);
+  sumsq += o.sumsq;
   pos.merge(o.pos);
   neg.merge(o.neg);
 }
@@ -250,8 +250,10 @@ int64_t Dist::percentile(double p) const {
 
 int64_t Dist::stddev() const {
   if (n < 2) return 0;
-  __int128 m2 = sumsq - __int128(sum) * sum / __int128(n);  // n * variance, exact but for < 1
-  if (m2 <= 0) return 0;
+  // n * variance, exact but for < 1
+  unsigned __int128 mean_sq = static_cast<unsigned __int128>(__int128(sum) * sum) / n;
+  if (sumsq <= mean_sq) return 0;
+  unsigned __int128 m2 = sumsq - mean_sq;
   return int64_t(std::llround(std::sqrt(double(m2) / double(n - 1))));
 }
 

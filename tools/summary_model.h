@@ -53,10 +53,6 @@ inline int64_t sat_sub(int64_t a, int64_t b) {
   int64_t r;
   return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
 }
-inline __int128 sat_add128(__int128 a, __int128 b) {  // both >= 0 (sums of squares)
-  const __int128 max = ~(__int128(1) << 127);
-  return a > max - b ? max : a + b;
-}
 
 // Counts of non-negative values in logarithmic buckets (HDR-style): values below 64 exactly, then
 // 64 equal buckets per power of two up to 2^44 ns (4.9 hours; larger values land in the last
@@ -127,7 +123,10 @@ struct Dist {
   int64_t sum = 0;
   int64_t min = 0;  // 0 when n == 0
   int64_t max = 0;
-  __int128 sumsq = 0;
+  // Sum of squares, exact: below 2^128 for any real trace (2^40 values of 2^44 ns); only a
+  // damaged file's values near 2^63 can wrap it, which is defined for unsigned (a meaningless
+  // stddev, never undefined behaviour).
+  unsigned __int128 sumsq = 0;
   LogHistogram pos, neg;
 
   [[gnu::always_inline]] void add(int64_t v) {
@@ -135,7 +134,7 @@ struct Dist {
     max = n == 0 ? v : std::max(max, v);
     ++n;
     sum = sat_add(sum, v);
-    sumsq = sat_add128(sumsq, __int128(v) * v);
+    sumsq += static_cast<unsigned __int128>(__int128(v) * v);
     if (v >= 0) pos.add(v);
     else neg.add(v == INT64_MIN ? INT64_MAX : -v);
   }
