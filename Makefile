@@ -40,6 +40,7 @@ WEB_GEN    := $(BUILD)/gen/web_assets.cpp
 
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
 FORMAT_A := $(BUILD)/lib/libcutrace_format.a
+TOOLS_A  := $(BUILD)/lib/libcutrace_tools.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 UNIT_BIN := $(BUILD)/test/unit_tests
@@ -70,6 +71,12 @@ $(FORMAT_A): $(call obj,$(FORMAT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# Every tools source but main.cpp (and the embedded web assets): the CLI, the unit tests and the
+# fuzz targets link the same objects.
+$(TOOLS_A): $(call obj,$(filter-out tools/main.cpp,$(TOOLS_SRC)) $(WEB_GEN))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(SHIM_SO): $(call obj,$(SHIM_SRC)) $(FORMAT_A) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(SHIM_SRC)) $(FORMAT_A) $(LZ4_A) \
@@ -86,18 +93,20 @@ $(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 
 # The CLI links the shared libcpp-httplib (Debian ships no static one), which uses the shared
 # libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
-$(CLI_BIN): $(call obj,$(TOOLS_SRC)) $(call obj,$(WEB_GEN)) $(FORMAT_A)
+TOOLS_LIBS := $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
+$(CLI_BIN): $(call obj,tools/main.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
+	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 
 $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $^ -Wl,-soname,libcuda.so.1 -lpthread
 	ln -sf libcuda.so.1 $(dir $@)libcuda.so
 
-$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(FORMAT_A)
+# The unit tests link the tools library and the shim's call-stack capture (collector/stacks.cpp).
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lpthread -ldl -lm
+	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
@@ -136,14 +145,13 @@ sanitize-tsan sanitize-asan: sanitize-%:
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the reader skips block checksums (collector/reader.cpp).
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
               -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-TOOLS_LIB_OBJ := $(call obj,$(filter-out tools/main.cpp,$(TOOLS_SRC)))
 fuzz:
 	$(MAKE) BUILD=build-fuzz CXX=clang++ CXXFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" TOOLS_OPT= fuzz-bins
 	BUILD=build-fuzz bash test/fuzz/run.sh
 fuzz-bins: $(FUZZ_BINS)
-$(BUILD)/fuzz/%: $(BUILD)/obj/test/fuzz/%.o $(TOOLS_LIB_OBJ) $(call obj,$(WEB_GEN)) $(FORMAT_A)
+$(BUILD)/fuzz/%: $(BUILD)/obj/test/fuzz/%.o $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
+	$(CXX) $(CXXFLAGS) -fsanitize=fuzzer -o $@ $^ $(TOOLS_LIBS)
 
 demo: all $(FAKE_SO) $(BUILD)/test/e2e/sample_app
 	BUILD=$(BUILD) bash tools/demo.sh

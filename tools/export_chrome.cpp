@@ -36,11 +36,10 @@
 #include "tools/stacks.h"
 
 namespace cutrace {
-namespace {
 
-using exporter::OutFile;
+// ---- JSON text (append_json_string and put_us are declared in tools/exports.h) -----------------
 
-// ---- JSON text -------------------------------------------------------------------------------
+namespace chrome_text {
 
 // Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one.
 size_t utf8_len(const unsigned char* p, const unsigned char* end) {
@@ -142,6 +141,13 @@ void put_double(std::string& o, double v, int decimals) {
   int n = std::snprintf(b, sizeof b, "%.*f", decimals, v);
   o.append(b, size_t(n > 0 ? n : 0));
 }
+
+}  // namespace chrome_text
+
+namespace {
+
+using exporter::OutFile;
+using namespace chrome_text;
 
 // ---- one trace file -> one JSON file -----------------------------------------------------------
 

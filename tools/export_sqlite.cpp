@@ -176,7 +176,9 @@ int sync_type(uint8_t k) {
   }
 }
 
-// The bare function name of a demangled kernel name, as nsys's shortName:
+}  // namespace
+
+// Declared in tools/exports.h. The bare function name of a demangled kernel name, as nsys's shortName:
 // "void at::native::vectorized_elementwise_kernel<4, F>(int, F)" -> "vectorized_elementwise_kernel".
 std::string kernel_short_name(std::string_view s) {
   auto trim = [](std::string_view& v) {
@@ -216,6 +218,8 @@ std::string kernel_short_name(std::string_view s) {
   v = v.substr(start);
   return v.empty() ? std::string(s) : std::string(v);
 }
+
+namespace {
 
 // ---- a thin layer over the sqlite3 C API ----------------------------------------------------
 

@@ -13,9 +13,11 @@
 
 #include "test/unit/export_fixture.h"
 // The unit binary links only the format library, so the exporter is compiled into this test.
-#include "tools/export_chrome.cpp"
+#include "tools/export_common.h"
+#include "tools/exports.h"
 
 using namespace cutrace;
+using namespace cutrace::chrome_text;
 using namespace export_fixture;
 using nlohmann::json;
 

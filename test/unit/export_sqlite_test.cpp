@@ -16,7 +16,8 @@
 #include "collector/writer.h"
 // The unit binary links only the format library, so the exporter is compiled into this test;
 // the Alignment is built by hand (a plain struct), so tools/align.cpp is not needed.
-#include "tools/export_sqlite.cpp"
+#include "tools/export_common.h"
+#include "tools/exports.h"
 
 using namespace cutrace;
 

@@ -11,7 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "test/unit/cli_quietly.h"
-#include "tools/cmd_summary.cpp"  // the unit tests build the tools sources they use into themselves
+#include "tools/commands.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include "collector/reader.h"
 #include "collector/writer.h"
 #include "test/unit/cli_quietly.h"
-#include "tools/cmd_dump.cpp"     // the unit tests build the tools sources they use into themselves
-#include "tools/format_util.h"  // format_util.cpp is built into the unit tests by report_data_test.cpp
+#include "tools/commands.h"
+#include "tools/format_util.h"
 #include "tools/exports.h"
 #include "tools/summary_model.h"
 

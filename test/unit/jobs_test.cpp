@@ -17,7 +17,7 @@
 #include <doctest/doctest.h>
 
 #include "collector/writer.h"
-#include "tools/jobs.cpp"
+#include "tools/jobs.h"
 
 using namespace cutrace;
 

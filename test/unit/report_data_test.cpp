@@ -8,13 +8,15 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "collector/reader.h"
 #include "collector/writer.h"
 // The unit binary links only the format library: the report code is compiled into this test
 // (the summary model it uses is compiled into summary_test.cpp).
-#include "tools/align.cpp"
-#include "tools/format_util.cpp"
-#include "tools/report_data.cpp"
-#include "tools/report_tracks.cpp"
+#include "tools/align.h"
+#include "tools/format_util.h"
+#include "tools/report_data.h"
+#include "tools/report_tracks.h"
+#include "tools/summary_model.h"
 
 using namespace cutrace;
 using Json = nlohmann::json;

@@ -3,6 +3,7 @@
 // dlopen'ed later found) and symbolisation in the tools (tools/stacks.cpp: ELF symbols of this
 // very test binary, demangled; build-id mismatch refused).
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -12,8 +13,8 @@
 #include "collector/reader.h"
 #include "collector/writer.h"
 // The unit binary links only the format library: the code under test is compiled in here.
-#include "collector/stacks.cpp"
-#include "tools/stacks.cpp"
+#include "collector/stacks.h"
+#include "tools/stacks.h"
 
 using namespace cutrace;
 
