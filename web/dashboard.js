@@ -96,6 +96,16 @@
 
   // ---- sections ----------------------------------------------------------------------------
 
+  // Ranks that did not end cleanly: "rank 1: exit status 3, rank 0: truncated" (null when none).
+  function rankTrouble() {
+    const bad = S.ranks.filter((r) => !r.complete || r.exit_status > 0);
+    if (!bad.length) return null;
+    const what = (r) => (r.rank >= 0 ? 'rank ' + r.rank : 'pid ' + r.pid) + ': ' +
+      (!r.complete ? 'truncated' : 'exit status ' + r.exit_status);
+    const shown = bad.slice(0, 3).map(what).join(', ');
+    return bad.length > 3 ? `${shown}, ${CT.fmtCount(bad.length - 3)} more` : shown;
+  }
+
   function overview() {
     const k = S.kernel_totals, g = S.gpu_total, st = S.steps;
     const hostUtil = S.ranks.length ? S.ranks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / S.ranks.length : 0;
@@ -106,7 +116,7 @@
       stat('Kernel launches', CT.fmtCount(k.count), 'kernel_count', k.untimed ? `${CT.fmtCount(k.untimed)} untimed` : null),
       stat('Steps', CT.fmtCount(st.count), 'step_count', st.count ? `median ${CT.fmtNs(st.cpu.median_ns)}` : 'no step ranges'),
       stat('Host CPU (mean)', hostUtil.toFixed(1) + '%', 'cpu_host_util'),
-      stat('Ranks', CT.fmtCount(S.ranks.length), 'ranks'),
+      stat('Ranks', CT.fmtCount(S.ranks.length), 'ranks', rankTrouble()),
       stat('Events', CT.fmtCount(D.events), 'events'));
   }
 

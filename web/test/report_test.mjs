@@ -64,6 +64,8 @@ test('dashboard figures equal cutrace summary --json', async () => {
   assertPct(await text('[data-stat="gpu_utilization"]'), summary.gpu_total.utilization, 'GPU busy');
   assert.equal(parseCount(await text('[data-stat="step_count"]')), summary.steps.count);
   assert.equal(parseCount(await text('[data-stat="ranks"]')), summary.ranks.length);
+  assert.ok(summary.ranks.every((r) => r.complete));  // so no rank is flagged under the count
+  assert.equal(await page.locator('[data-stat="ranks"] + .stat-sub').count(), 0);
   assertNs(await text('[data-stat="step_median"]'), summary.steps.cpu.median_ns, 'median step');
   assertNs(await text('[data-stat="step_p90"]'), summary.steps.cpu.p90_ns, 'p90 step');
   // Pies: GPU active/idle, precision, memory operations.
@@ -211,6 +213,10 @@ test('a trace cut after its metadata (no operations) still gives a page without 
   const cutSummary = JSON.parse(execFileSync(cutrace, ['summary', cut, '--json']).toString());
   const r = await openReport(browser, path.join(dir, 'cut.html'));
   assert.equal(parseCount(await r.page.locator('[data-stat="kernel_count"]').textContent()), cutSummary.kernel_totals.count);
+  const rank = cutSummary.ranks[0];
+  assert.equal(rank.complete, false);
+  assert.equal((await r.page.locator('[data-stat="ranks"] + .stat-sub').textContent()),
+               `${rank.rank >= 0 ? 'rank ' + rank.rank : 'pid ' + rank.pid}: truncated`);
   await r.page.click('.tab[data-view="timeline"]');
   await r.page.waitForTimeout(100);
   assert.ok((await r.page.evaluate(() => window.cutraceTimeline.tracks())).length >= 2);
