@@ -1218,8 +1218,10 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
     d0 = s.tmpdir("diskfull-free")
     rc0, out0, err0 = fault_run(s, argv, d0)
     c.equal("without the fault: exit status", rc0, 0)
-    _, _, _, full = one_trace(s, c, d0)
-    c.equal("without the fault: launches", full, n)
+    _, j0, _, full = one_trace(s, c, d0)
+    # Every launch is in the trace or counted as dropped: a collector slowed down by a sanitizer
+    # on a loaded machine may drop some (seen under TSan: 19,558 kept).
+    c.equal("without the fault: launches + dropped", full + j0["dropped_records"], n)
     c.expect(os.path.getsize(os.path.join(d0, traces(d0)[0])) > 2 * limit, "the trace without the fault is too small")
     d = s.tmpdir("diskfull")
     interposer = os.path.join(s.build, "test", "libdisk_full.so")
