@@ -34,6 +34,12 @@ case $kind in
     export LSAN_OPTIONS="suppressions=$here/lsan.supp print_suppressions=0"
     export UBSAN_OPTIONS="log_path=$reports/ubsan print_stacktrace=1 halt_on_error=1"
     export CUTRACE_TEST_TIME_SCALE=${CUTRACE_TEST_TIME_SCALE:-4}
+    # GCC 12's ASan runtime does not take its allocator's locks around fork(): a child of a
+    # multi-threaded process can block forever on a size-class lock that another thread of the
+    # parent held at the fork (seen once in five CI runs: the child's new collector thread stuck in
+    # SizeClassAllocator64::GetFromAllocator, called from pthread_getattr_np's free()). glibc's
+    # malloc does take its locks; the plain build runs the test.
+    export CUTRACE_TEST_SKIP="fork_child_gets_own_file_parent_unharmed=GCC 12's ASan allocator can deadlock a child forked from a multi-threaded process"
     ;;
   *) echo "run.sh: unknown sanitizer '$kind' (tsan or asan)" >&2; exit 2 ;;
 esac
