@@ -283,13 +283,13 @@ struct Writer {
     put_varint(col[c], zigzag(int64_t(v - st.prev[c])));
     st.prev[c] = v;
   }
-  CT_FORCE_INLINE void cpu_times(uint32_t tid, char* begin_p, char* end_p) {
+  void cpu_times(uint32_t tid, char* begin_p, char* end_p) {
     int64_t begin = load_signed(begin_p, 8), end = load_signed(end_p, 8);
     put_varint(col[fmt::kColCpuBegin], zigzag(int64_t(uint64_t(begin) - uint64_t(st.predict_cpu(tid)))));
     put_varint(col[fmt::kColCpuDuration], zigzag(int64_t(uint64_t(end) - uint64_t(begin))));
     st.saw_cpu(tid, begin);
   }
-  CT_FORCE_INLINE void gpu_times(uint64_t lane, int64_t cpu_end, char* start_p, char* end_p) {
+  void gpu_times(uint64_t lane, int64_t cpu_end, char* start_p, char* end_p) {
     int64_t start = load_signed(start_p, 8), end = load_signed(end_p, 8);
     int64_t pred = st.predict_gpu(lane, cpu_end);
     put_varint(col[fmt::kColGpuStart], start ? 1 + zigzag(int64_t(uint64_t(start) - uint64_t(pred))) : 0);

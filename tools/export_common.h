@@ -1,9 +1,6 @@
 // Shared by the exporters of `cutrace export` (tools/export_chrome.cpp, tools/export_perfetto.cpp):
 // names in the vocabulary of PyTorch's profiler, the clock offset of a file, the device a range's
 // GPU projection belongs to, a buffered output file, and the statistics the command prints.
-//
-// Header-only on purpose: the unit-test binary links only the format library and compiles each
-// exporter into its own test file, so this code must not be a second definition anywhere.
 #pragma once
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -511,7 +511,6 @@ struct SummaryModel::FileTotals {
     if (o.op_type == uint16_t(T::Sync) || o.op_type == uint16_t(T::Memcpy) || o.op_type == uint16_t(T::Memset))
       op_stacks.link(o);
   }
-  uint32_t take_stack(uint64_t corr) { return op_stacks.take(corr); }
   void blocked(uint32_t stack, uint16_t api, int64_t cpu_begin, int64_t cpu_end) {
     if (!stack) return unattributed.add(cpu_begin, cpu_end);
     Site& s = sites[stack];
@@ -628,7 +627,7 @@ bool SummaryModel::add(TraceReader& r) {
       case fmt::RecType::Memset: {
         bool is_set = rec.type() == fmt::RecType::Memset;
         const fmt::OpCommon& op = is_set ? rec.as<fmt::MemsetRec>().op : rec.as<fmt::MemcpyRec>().op;
-        uint32_t stack = t.take_stack(op.corr);
+        uint32_t stack = t.op_stacks.take(op.corr);
         if (!span.in(op.cpu_begin)) break;
         api_errors_ += is_error(op.result);
         t.api(op.api).add(op.cpu_begin, op.cpu_end);
@@ -658,7 +657,7 @@ bool SummaryModel::add(TraceReader& r) {
       }
       case fmt::RecType::Sync: {
         const auto& s = rec.as<fmt::SyncRec>();
-        uint32_t stack = t.take_stack(s.corr);
+        uint32_t stack = t.op_stacks.take(s.corr);
         if (!span.in(s.cpu_begin)) break;
         api_errors_ += is_error(s.result, s.kind);
         t.api(s.api).add(s.cpu_begin, s.cpu_end);

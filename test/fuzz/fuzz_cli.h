@@ -70,4 +70,13 @@ inline int run_cli(std::vector<std::string> args) {
   return 0;
 }
 
+// `cutrace export --format FORMAT -o <scratch>/OUT_NAME` on the bytes (the fuzz_export_* targets);
+// the output is removed afterwards.
+inline void export_once(const uint8_t* data, size_t size, const char* format, const char* out_name) {
+  std::string in = write_input(data, size);
+  std::string out = scratch_dir() + "/" + out_name;
+  run_cli({"export", in, "--format", format, "-o", out, "-q"});
+  ::unlink(out.c_str());
+}
+
 }  // namespace cutrace_fuzz

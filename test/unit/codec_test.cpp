@@ -37,6 +37,15 @@ std::vector<std::string> round_trip(const std::vector<std::string>& recs, ReadSt
   return got;
 }
 
+// round_trip(), then each record must come back byte for byte (the first that differs is named).
+void require_exact_round_trip(const std::vector<std::string>& recs, ReadStatus* status) {
+  std::vector<std::string> got = round_trip(recs, status);
+  REQUIRE(got.size() == recs.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != recs[i]) FAIL("record " << i << " differs");
+  }
+}
+
 template <class R>
 std::string rec(R r, fmt::RecType t) {
   r.h.type = uint16_t(t);
@@ -107,11 +116,7 @@ TEST_CASE("packed records come back byte for byte, whatever their values") {
     }
   }
   ReadStatus s;
-  std::vector<std::string> got = round_trip(recs, &s);
-  REQUIRE(got.size() == recs.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != recs[i]) FAIL("record " << i << " differs");
-  }
+  require_exact_round_trip(recs, &s);
   CHECK(s.bad_blocks == 0);
   CHECK(s.unresolved_configs == 0);
   CHECK(s.columns.bytes[fmt::kColVerbatim] < 20000 * 60);  // mostly packed (configs are verbatim)
@@ -139,11 +144,7 @@ TEST_CASE("packed values of every varint length, 1 to 10 bytes, come back exactl
     recs.push_back(rec(a, fmt::RecType::Api));
   }
   ReadStatus s;
-  std::vector<std::string> got = round_trip(recs, &s);
-  REQUIRE(got.size() == recs.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != recs[i]) FAIL("record " << i << " differs");
-  }
+  require_exact_round_trip(recs, &s);
   CHECK(s.bad_blocks == 0);
   CHECK(s.columns.bytes[fmt::kColVerbatim] == sizeof(fmt::EndRec));  // all packed but End
 }

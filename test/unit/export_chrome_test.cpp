@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "test/unit/export_fixture.h"
-// The unit binary links only the format library, so the exporter is compiled into this test.
 #include "tools/export_common.h"
 #include "tools/exports.h"
 

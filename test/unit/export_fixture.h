@@ -12,6 +12,7 @@
 
 #include "collector/format.h"
 #include "collector/writer.h"
+#include "test/unit/temp_dir.h"
 #include "tools/align.h"
 
 namespace export_fixture {
@@ -21,14 +22,8 @@ using namespace cutrace;
 // The kernel name every escaping test throws at the exporters.
 inline const char* const kHostile = "<img src=x onerror=alert(1)>\"\\";
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/cutrace_export_test.XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+struct TempDir : cutrace_test::TempDir {
+  TempDir() : cutrace_test::TempDir("cutrace_export_test") {}
 };
 
 inline std::string read_file(const std::string& path) {

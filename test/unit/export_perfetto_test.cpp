@@ -10,7 +10,6 @@
 #include <doctest/doctest.h>
 
 #include "test/unit/export_fixture.h"
-// The unit binary links only the format library, so the exporter is compiled into this test.
 #include "tools/export_common.h"
 #include "tools/exports.h"
 #include "tools/protobuf_writer.h"

@@ -14,24 +14,13 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
-// The unit binary links only the format library, so the exporter is compiled into this test;
-// the Alignment is built by hand (a plain struct), so tools/align.cpp is not needed.
+#include "test/unit/temp_dir.h"
 #include "tools/export_common.h"
 #include "tools/exports.h"
 
 using namespace cutrace;
 
 namespace {
-
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    char tmpl[] = "/tmp/cutrace_sqlite_test.XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TmpDir() { std::filesystem::remove_all(path); }
-};
 
 constexpr uint16_t kLaunch = 1, kMemcpyApi = 2, kMemsetApi = 3, kStreamSync = 4, kCtxSync = 5,
                    kEventQuery = 6, kAlloc = 7, kFree = 8, kEventRecord = 9, kGraphLaunch = 10;
@@ -203,7 +192,7 @@ std::string one(sqlite3* db, const std::string& sql) {
 // 1,000,000 is session start (offset 5e9); rank 1 starts 500 us later (offset 4.9995e9, start
 // 2,000,000). So session ns = rank 0 ns - 1,000,000 = rank 1 ns - 1,500,000.
 struct Fixture {
-  TmpDir dir;
+  cutrace_test::TempDir dir{"cutrace_sqlite_test"};
   std::vector<std::string> files;
   Alignment align;
   std::string db_path;

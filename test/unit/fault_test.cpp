@@ -13,20 +13,11 @@
 #include <doctest/doctest.h>
 
 #include "collector/writer.h"
+#include "test/unit/temp_dir.h"
 
 using namespace cutrace;
 
 namespace {
-
-struct FaultTempDir {
-  std::string path;
-  FaultTempDir() {
-    char tmpl[] = "/tmp/cutrace_fault.XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~FaultTempDir() { std::filesystem::remove_all(path); }
-};
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -43,7 +34,7 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 TEST_CASE("writer: open refuses an existing file or symlink with EEXIST and leaves it untouched") {
-  FaultTempDir tmp;
+  cutrace_test::TempDir tmp("cutrace_fault");
   const std::string existing = tmp.path + "/h.rank0.pid7.cutrace";
   const std::string target = tmp.path + "/elsewhere.txt";
   const std::string link = tmp.path + "/h.rank0.pid8.cutrace";

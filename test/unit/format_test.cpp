@@ -16,6 +16,7 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
+#include "test/unit/temp_dir.h"
 
 using namespace cutrace;
 
@@ -123,15 +124,7 @@ std::string open_error(const std::string& bytes) {
   return err;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/cutrace_test.XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using cutrace_test::TempDir;
 
 }  // namespace
 

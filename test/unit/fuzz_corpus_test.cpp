@@ -14,7 +14,8 @@
 #include <doctest/doctest.h>
 
 #include "collector/reader.h"
-#include "tools/align.h"  // align.cpp is built into the unit tests by report_data_test.cpp
+#include "test/unit/temp_dir.h"
+#include "tools/align.h"
 #include "tools/exports.h"
 #include "tools/summary_model.h"
 
@@ -57,16 +58,6 @@ Outcome read_all(const std::string& bytes) {
   return o;
 }
 
-struct ExportDir {
-  std::string path;
-  ExportDir() {
-    char tmpl[] = "/tmp/cutrace_corpus.XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~ExportDir() { fs::remove_all(path); }
-};
-
 }  // namespace
 
 TEST_CASE("every fuzz corpus input goes through the reader, the summary and every exporter") {
@@ -84,7 +75,7 @@ TEST_CASE("every fuzz corpus input goes through the reader, the summary and ever
       m.add(r);
       CHECK(m.to_json().is_object());
     }
-    ExportDir d;
+    cutrace_test::TempDir d("cutrace_corpus");
     std::vector<std::string> in{p.string()};
     Alignment a = align_traces(in);
     CHECK(a.errors.size() == (o.opened ? 0u : 1u));

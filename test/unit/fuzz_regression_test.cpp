@@ -14,6 +14,7 @@
 #include "collector/reader.h"
 #include "collector/writer.h"
 #include "test/unit/cli_quietly.h"
+#include "test/unit/temp_dir.h"
 #include "tools/commands.h"
 #include "tools/format_util.h"
 #include "tools/exports.h"
@@ -102,10 +103,8 @@ TEST_CASE("regression: a damaged clock sync does not overflow the exporters' tim
   REQUIRE(std::filesystem::exists(path));
   std::vector<std::string> in{path};
   cutrace::Alignment a = cutrace::align_traces(in);
-  char tmpl[] = "/tmp/cutrace_regress.XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  std::string dir = tmpl, err;
-  CHECK(cutrace::export_chrome(in, a, dir + "/chrome", &err));
-  CHECK(cutrace::export_perfetto(in, a, dir + "/out.pftrace", &err));
-  std::filesystem::remove_all(dir);
+  cutrace_test::TempDir dir("cutrace_regress");
+  std::string err;
+  CHECK(cutrace::export_chrome(in, a, dir.path + "/chrome", &err));
+  CHECK(cutrace::export_perfetto(in, a, dir.path + "/out.pftrace", &err));
 }

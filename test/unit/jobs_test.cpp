@@ -17,20 +17,15 @@
 #include <doctest/doctest.h>
 
 #include "collector/writer.h"
+#include "test/unit/temp_dir.h"
 #include "tools/jobs.h"
 
 using namespace cutrace;
 
 namespace {
 
-struct JobsTempDir {
-  std::string path;
-  explicit JobsTempDir(const char* what = "root") {
-    std::string tmpl = std::string("/tmp/cutrace_jobs_") + what + ".XXXXXX";
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~JobsTempDir() { std::filesystem::remove_all(path); }
+struct JobsTempDir : cutrace_test::TempDir {
+  explicit JobsTempDir(const char* what = "root") : cutrace_test::TempDir(std::string("cutrace_jobs_") + what) {}
 };
 
 int64_t mono_now() {

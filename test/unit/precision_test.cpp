@@ -1,5 +1,5 @@
 // Kernel precision rules (tools/precision.h, docs/SUMMARY.md): one check per rule, with the real
-// kernel names the rule was written for. tools/precision.cpp is compiled into summary_test.cpp.
+// kernel names the rule was written for.
 #include <string>
 
 #include <doctest/doctest.h>

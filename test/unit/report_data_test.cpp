@@ -10,8 +10,6 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
-// The unit binary links only the format library: the report code is compiled into this test
-// (the summary model it uses is compiled into summary_test.cpp).
 #include "tools/align.h"
 #include "tools/format_util.h"
 #include "tools/report_data.h"

@@ -12,7 +12,6 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
-// The unit binary links only the format library: the code under test is compiled in here.
 #include "collector/stacks.h"
 #include "tools/stacks.h"
 

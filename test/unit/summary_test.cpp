@@ -14,7 +14,6 @@
 
 #include "collector/reader.h"
 #include "collector/writer.h"
-// The unit binary links only the format library, so the model is compiled into this test.
 #include "tools/breakdown.h"
 #include "tools/precision.h"
 #include "tools/summary_model.h"
