@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Per-call cost (ns) of the Python annotation API, without and with the cutrace shim, and of
-torch.cuda.nvtx.range_push/pop when torch is importable.
+"""Per-call cost (ns) of the Python annotation API, without and with the cutrace shim, next to
+torch.cuda.nvtx's calls form by form when torch is importable, and of the shim's C API alone
+(bench/annotate_cost.c, when a C compiler is present).
 
     python3 bench/annotate_cost.py [--build build] [--fake-driver] [--bursts 200] [--json]
 
@@ -27,7 +28,8 @@ import timeit
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
-# (label, statement, setup). Setup runs once per burst; `cutrace` and `torch` are globals.
+# (label, statement, setup). Setup runs once per burst; `cutrace` and `nvtx` (torch.cuda.nvtx)
+# are globals.
 OPS = [
     ("empty loop (timeit overhead)", "pass", "pass"),
     ("with a: (annotate object reused)", "with a: pass", "a = cutrace.annotate('step')"),
@@ -37,8 +39,22 @@ OPS = [
     ("annotation_begin + annotation_end", "cutrace.annotation_end(cutrace.annotation_begin('io'))", "pass"),
     ("range_push + range_pop", "cutrace.range_push('p'); cutrace.range_pop()", "pass"),
     ("mark", "cutrace.mark('m')", "pass"),
-    ("torch.cuda.nvtx.range_push + range_pop",
-     "torch.cuda.nvtx.range_push('t'); torch.cuda.nvtx.range_pop()", "pass"),
+    # torch.cuda.nvtx, form by form (under the shim its calls reach cutrace's NVTX bridge)
+    ("torch: with nvtx.range('t'):", "with nvtx.range('t'): pass", "pass"),
+    ("torch: @nvtx.range function call", "f()", "f = nvtx.range('fn')(lambda: None)"),
+    ("torch: range_start + range_end", "nvtx.range_end(nvtx.range_start('io'))", "pass"),
+    ("torch: range_push + range_pop", "nvtx.range_push('t'); nvtx.range_pop()", "pass"),
+    ("torch: mark", "nvtx.mark('m')", "pass"),
+]
+
+# Each cutrace form next to torch.cuda.nvtx's form that does the same (the issue's comparison).
+SAME_FORM = [
+    ("with a: (annotate object reused)", "torch: with nvtx.range('t'):"),
+    ("with cutrace.annotate('step'):", "torch: with nvtx.range('t'):"),
+    ("@annotate function call", "torch: @nvtx.range function call"),
+    ("annotation_begin + annotation_end", "torch: range_start + range_end"),
+    ("range_push + range_pop", "torch: range_push + range_pop"),
+    ("mark", "torch: mark"),
 ]
 
 
@@ -68,14 +84,14 @@ def child(a):
     device = init_cuda()
     g = {"cutrace": cutrace}
     try:
-        import torch  # noqa: F401
-        g["torch"] = torch
+        import torch.cuda.nvtx as nvtx
+        g["nvtx"] = nvtx
     except Exception:
         pass
     out = {"shim": cutrace.shim_loaded(), "active": cutrace.is_active(), "device": device,
            "python": sys.version.split()[0], "ns": {}}
     for label, stmt, setup in OPS:
-        if "torch" in stmt and "torch" not in g:
+        if label.startswith("torch") and "nvtx" not in g:
             continue
         timer = timeit.Timer(stmt, setup, globals=g)
         timer.timeit(number=a.burst)  # warm up: caches, first-use paths
@@ -94,6 +110,21 @@ def run_child(argv, env):
     if p.returncode != 0 or not lines:
         sys.exit("annotate_cost: %s exited %d:\n%s" % (" ".join(argv[:3]), p.returncode, p.stderr))
     return json.loads(lines[-1])
+
+
+def c_api_cost(cutrace_bin, tmp, env):
+    """The shim's cost without Python: bench/annotate_cost.c under `cutrace record`."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return "C API: no C compiler"
+    exe = os.path.join(tmp, "annotate_cost_c")
+    b = subprocess.run([cc, "-O2", "-o", exe, os.path.join(HERE, "annotate_cost.c"), "-ldl"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if b.returncode != 0:
+        return "C API: build failed: " + b.stdout.strip()
+    p = subprocess.run([cutrace_bin, "record", "-o", os.path.join(tmp, "c"), "--sample-hz", "0", "--", exe],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    return p.stdout.strip()
 
 
 def main():
@@ -127,11 +158,13 @@ def main():
         p = subprocess.run([cutrace_bin, "summary", "--json", out_dir], env=env,
                            stdout=subprocess.PIPE, universal_newlines=True)
         summary = json.loads(p.stdout) if p.returncode == 0 else {}
+        c_line = c_api_cost(cutrace_bin, out_dir, env)
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
     dropped = summary.get("dropped_records")
     result = {"no_shim": plain, "shim": shim, "dropped_records": dropped,
               "ranges_recorded": sum(r["count"] for r in summary.get("ranges", []))}
+    result["c_api"] = c_line
     if a.json:
         print(json.dumps(result, indent=2))
         return
@@ -146,9 +179,15 @@ def main():
             continue
         cell = lambda r: "%12.0f" % r["ns"][label] if label in r["ns"] else "%12s" % "-"
         print("%-*s  %s  %s" % (w, label, cell(plain), cell(shim)))
-    if "torch.cuda.nvtx.range_push + range_pop" not in plain["ns"]:
-        print("(torch not importable: no torch.cuda.nvtx row)")
-
+    print(c_line)
+    if "torch: mark" not in plain["ns"]:
+        print("(torch not importable: no torch.cuda.nvtx rows)")
+        return
+    print()
+    print("Under the shim, each form next to torch.cuda.nvtx's (ns per call):")
+    for mine, theirs in SAME_FORM:
+        m, t = shim["ns"][mine], shim["ns"][theirs]
+        print("  %-36s %6.0f   %-34s %6.0f   %+5.0f%%" % (mine, m, theirs[len("torch: "):], t, (m / t - 1) * 100))
 
 if __name__ == "__main__":
     main()

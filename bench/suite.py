@@ -3,12 +3,12 @@
 workloads (../shared/workloads) with no profiler, under cutrace in each GPU-timing mode, outside a
 capture window, and under torch.profiler (CUDA only; CPU+CUDA), then one table.
 
-    python3 bench/suite.py run OUT [--workloads large,small,tiny] [--reps 3] [--configs ...]
+    python3 bench/suite.py run OUT [--workloads large,small,tiny] [--reps 3] [--configs ...] [--cpus 2-9]
     python3 bench/suite.py table OUT [--markdown]
 
 `run` appends one JSON line per run to OUT/results.jsonl (so several calls add up) and prints the
-table at the end. Each repetition runs every configuration once, in order (base, cutrace, ...,
-base, cutrace, ...): the machine's drift hits them alike. Per run it keeps:
+table at the end. Each repetition runs every configuration once, in order, and the next one in reverse order
+(base, cutrace, ..., ..., cutrace, base): the machine's drift hits them alike. Per run it keeps:
   metric      train_gpt.py's mean step_ms of the timed steps, or tiny_kernels.py's us_per_launch
   bytes       trace bytes on disk (cutrace: every .cutrace file; torch: the exported JSON)
   gpu_records kernels + copies + sets in the trace (cutrace: `cutrace summary --json`; torch:
@@ -118,8 +118,11 @@ def run(a):
     for wl in a.workloads.split(","):
         script, args, key, _ = WORKLOADS[wl]
         app = [sys.executable, os.path.join(a.workloads_dir, script)] + args
+        configs = a.configs.split(",")
         for rep in range(a.reps):
-            for cfg in a.configs.split(","):
+            # ABBA: odd repetitions run the configurations in reverse order, so that a drift
+            # over the call does not favour the configurations that run last.
+            for cfg in (configs if rep % 2 == 0 else configs[::-1]):
                 shutil.rmtree(scratch, ignore_errors=True)
                 os.makedirs(scratch)
                 if cfg == "base":
@@ -130,6 +133,8 @@ def run(a):
                     mode = cfg[len("torch-"):]
                     cmd = [sys.executable, os.path.join(HERE, "gpu", "under_torch_profiler.py"), mode,
                            os.path.join(scratch, "trace.json")] + app[1:]
+                if a.cpus:  # every configuration pinned alike: less scheduler noise
+                    cmd = ["taskset", "-c", a.cpus] + cmd
                 t0 = time.time()
                 r = measure(cmd, env)
                 res = last_json(r["out"])
@@ -156,9 +161,22 @@ def med(rows, k):
 def table(a):
     rows = [json.loads(l) for l in open(os.path.join(a.out, "results.jsonl"))]
     md = getattr(a, "markdown", False)
-    head = ["workload", "config", "metric (median)", "spread", "overhead", "added us/op", "bytes/GPU rec",
+    head = ["workload", "config", "metric (median)", "spread", "overhead", "paired", "added us/op", "bytes/GPU rec",
             "vs torch JSON", "GPU recs", "RSS added MB", "collector CPU s", "runs"]
     lines = [head]
+    # Paired ratios: each run against the base run of its own repetition (run next to it), so that
+    # the machine's drift over minutes cancels; the median and range of those ratios.
+    blocks = []  # consecutive rows of one workload and repetition
+    for r in rows:
+        if not blocks or (blocks[-1][0]["workload"], blocks[-1][0]["rep"]) != (r["workload"], r["rep"]):
+            blocks.append([])
+        blocks[-1].append(r)
+    paired = {}
+    for b in blocks:
+        base_runs = [r["metric"] for r in b if r["config"] == "base" and r.get("metric")]
+        for r in b:
+            if base_runs and r["config"] != "base" and r.get("metric") is not None:
+                paired.setdefault((r["workload"], r["config"]), []).append(r["metric"] / base_runs[0])
     for wl in WORKLOADS:
         wrows = [r for r in rows if r["workload"] == wl and r.get("metric") is not None]
         if not wrows:
@@ -186,8 +204,11 @@ def table(a):
                 if any(r.get("gpu_records") for r in cr) else None
             vs = (torch_bpr / bpr) if (torch_bpr and bpr and cfg.startswith("cutrace")) else None
             rss = (med(cr, "rss_kb") - base_rss) / 1024 if base_rss and cfg != "base" else None
+            pr = sorted(paired.get((wl, cfg), []))
             lines.append([wl, cfg, "%.3f" % m, "%.3f..%.3f" % (vals[0], vals[-1]),
                           "%+.2f%%" % over if over is not None and cfg != "base" else "",
+                          "%+.1f%% (%+.0f..%+.0f)" % ((statistics.median(pr) - 1) * 100, (pr[0] - 1) * 100,
+                                                     (pr[-1] - 1) * 100) if pr else "",
                           "%+.2f" % added if added is not None and cfg != "base" else "",
                           "%.1f" % bpr if bpr else "", "%.0fx smaller" % vs if vs else "",
                           "%d" % med(cr, "gpu_records") if med(cr, "gpu_records") else "",
@@ -204,7 +225,8 @@ def table(a):
         for l in lines:
             print("  ".join(c.ljust(w[i]) for i, c in enumerate(l)))
     print("metric: train_gpt.py step_ms (large/small), tiny_kernels.py us_per_launch (tiny); "
-          "added us/op = overhead / (kernels+copies+sets per step, from the cutrace run)")
+          "added us/op = overhead / (kernels+copies+sets per step, from the cutrace run); paired = median "
+          "(min..max) of each run's ratio to the base run of the same repetition")
 
 
 def main():
@@ -217,6 +239,7 @@ def main():
     ap.add_argument("--cutrace", default=os.environ.get("CUTRACE", os.path.join(REPO, "build", "bin", "cutrace")))
     ap.add_argument("--workloads-dir", default=os.environ.get("WORKLOADS", os.path.join(REPO, "..", "shared", "workloads")))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--cpus", help="run every command under `taskset -c CPUS` (e.g. 2-9)")
     a = ap.parse_args()
     run(a) if a.what == "run" else table(a)
 

@@ -354,6 +354,15 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("collector_cpu_ns", std::to_string(int64_t(cpu.tv_sec) * 1000000000 + cpu.tv_nsec).c_str());
   if (int status = g_exit_status.load(); status >= 0 && !(flags & fmt::kEndSignal))
     w_.meta("exit_status", std::to_string(status));
+  if (g_timing == GpuTiming::Cupti) {
+    if (uint64_t n = cupti_dropped()) w_.meta("cupti_dropped_records", std::to_string(n));
+    if (uint64_t n = cupti_incomplete()) w_.meta("cupti_incomplete_records", std::to_string(n));
+  }
+  if (uint64_t n = ops_.missing()) {
+    w_.meta("gpu_times_missing", std::to_string(n));
+    log_info("%llu GPU operations written without GPU times (see gpu_times_missing in FORMAT.md)",
+             (unsigned long long)n);
+  }
   if (stacks_lost_) {
     w_.meta("stacks_lost", std::to_string(stacks_lost_));
     log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
@@ -556,6 +565,9 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
   op.ev_start = r.ev_start, op.ev_end = r.ev_end, op.ctx = r.ctx, op.owner = d.owner;
   op.blocking = (r.flags & kRawBlocking) != 0;
   op.cupti = (r.flags & kRawCupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
+  // A call CUPTI gave no correlation id (no callback for it) will get no activity record either:
+  // written at once without GPU time (counted) rather than waited for.
+  if (op.cupti && r.cupti_corr == 0) op.cupti = false, ops_.count_missing();
   op.timed = (r.ev_end || op.cupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
   op.gctx = op.timed && !op.cupti ? gpu_.context(r.ctx) : nullptr;
   op.cupti_corr = r.cupti_corr;

@@ -18,12 +18,21 @@ bool cupti_start(bool quiet);            // app thread, before the first traced 
 // (cupti_idle: no operation waits for GPU times, or a few seconds passed).
 void cupti_window(bool open);
 void cupti_idle(bool nothing_pending, int64_t now);
-void cupti_flush();                      // collector: hands CUPTI's completed records over
+void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.
 bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
+// Whether the span of `corr` has arrived and is final (what cupti_take would take), leaving it.
+bool cupti_final(uint32_t corr);
+// Activity records CUPTI reported as dropped (its device buffers full), summed over buffers.
+uint64_t cupti_dropped();
+// Records CUPTI delivered without timestamps (ignored: their operations get none).
+uint64_t cupti_incomplete();
 
 // Hot path (cupti mode): CUPTI's correlation id of this thread's latest traced driver call.
 uint32_t cupti_last_correlation();
+// Hot path: forgets it before a traced call, so that a call CUPTI does not report (no callback)
+// leaves 0 instead of the previous call's id (two operations waiting for one record).
+void cupti_clear_correlation();
 
 }  // namespace cutrace

@@ -79,7 +79,7 @@ size_t OpResolver::poll(bool all) {
     // The completed prefix of the queue, finalized in the order the GPU ran it: threads that
     // share a stream may have been drained in a slightly different order than they submitted.
     size_t k = 0;
-    while (k < s->q.size() && s->q[k].op().cpu_end < horizon && resolve(s->q[k])) ++k;
+    while (k < s->q.size() && s->q[k].op().cpu_end < horizon && (resolve(s->q[k]) || cupti_overtaken(*s, k))) ++k;
     if (k == 0) continue;
     std::stable_sort(s->q.begin(), s->q.begin() + long(k),
                      [](const PendingOp& a, const PendingOp& b) { return a.end_ns < b.end_ns; });
@@ -90,6 +90,21 @@ size_t OpResolver::poll(bool all) {
   if (ends_.size() > 200000) ends_.clear();
   if (marks_.size() > 200000) marks_.clear();
   return pending_;
+}
+
+// A CUPTI operation whose record has not come although a later operation of its stream, submitted
+// after it returned (so ordered after it on the GPU), has its final span: its record would have
+// been delivered by the same flush, so none will come. Written without GPU time (counted) instead
+// of holding up the stream for resolve()'s 10 s. Looks a few operations ahead only.
+bool OpResolver::cupti_overtaken(const Stream& s, size_t k) const {
+  const PendingOp& op = s.q[k];
+  if (!op.cupti) return false;
+  size_t last = std::min(s.q.size(), k + 16);
+  for (size_t j = k + 1; j < last; ++j) {
+    const PendingOp& later = s.q[j];
+    if (later.cupti && later.op().cpu_begin > op.op().cpu_end && cupti_final(later.cupti_corr)) return true;
+  }
+  return false;
 }
 
 bool OpResolver::resolve(PendingOp& op) {
@@ -132,6 +147,7 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
 
 void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags) {
   fmt::OpCommon& c = op.op();
+  if (op.timed && !end) ++missing_;
   c.gpu_start = start;
   c.gpu_end = end;
   c.flags |= flags;

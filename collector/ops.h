@@ -43,6 +43,7 @@ struct PendingOp {
   int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
   std::vector<OpenRange*> ranges;  // annotations open when it was launched (GPU projection)
   fmt::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
+  const fmt::OpCommon& op() const { return rec.kernel.op; }
 };
 
 class OpResolver {
@@ -62,6 +63,10 @@ class OpResolver {
   // Writes what is left without GPU times (shutdown after the wait, or a context going away).
   void abandon(CUcontext ctx_or_null);
   size_t pending() const { return pending_; }
+  // Operations that expected GPU times and were written without them (CUPTI reported none, or
+  // they were abandoned at exit): the trace's gpu_times_missing.
+  void count_missing() { ++missing_; }
+  uint64_t missing() const { return missing_; }
   // Called once per finished op: its events go back to the owner's pool (or are destroyed)
   // and the owner loses one reference.
   using Recycler = void (*)(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b);
@@ -90,6 +95,7 @@ class OpResolver {
   };
 
   bool resolve(PendingOp& op);  // false while its GPU work (or the op it waits for) is not done
+  bool cupti_overtaken(const Stream& s, size_t k) const;
   void finalize(Stream& s, PendingOp& op);
   void write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags);
   void release_events(PendingOp& op);
@@ -104,6 +110,7 @@ class OpResolver {
   std::unordered_map<uint64_t, int64_t> ends_;   // ends of finalized marked ops
   uint64_t next_seq_ = 1;
   size_t pending_ = 0;
+  uint64_t missing_ = 0;
   Recycler recycle_ = nullptr;
 };
 

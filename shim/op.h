@@ -56,6 +56,7 @@ class Op {
     if (g_timing == GpuTiming::Cupti) {
       rec_->flags |= kRawCupti;
       cupti_ = true;
+      cupti_clear_correlation();
       return;
     }
     ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD

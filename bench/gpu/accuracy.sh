@@ -3,17 +3,18 @@
 # runs interleaved: truth A, cutrace in each timing mode, truth B. Each cutrace trace is compared
 # with truth A over the same timed steps (bench/compare_truth.py); truth B against truth A gives
 # the run-to-run noise floor of per-name GPU time.
-#   bash bench/gpu/accuracy.sh OUT [MODES]      (MODES default: "auto end exact")
+#   bash bench/gpu/accuracy.sh OUT [MODES]      (MODES default: "auto end exact"; PRESET=small)
 set -u
 OUT=${1:-/tmp/cutrace-accuracy}; MODES=${2:-"auto end exact"}
 W=${WORKLOADS:-../shared/workloads}
 CT=${CUTRACE:-$PWD/build/bin/cutrace}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-gpt() { python3 "$W/train_gpt.py" --preset small --nvtx "$@"; }
+P=${PRESET:-small}
+gpt() { python3 "$W/train_gpt.py" --preset "$P" --nvtx "$@"; }
 gpt --torch-profiler cuda --truth "$OUT/truthA.json" | tail -1
 for m in $MODES; do
-  $CT record --gpu-timing "$m" -o "$OUT/gpt_$m" -- python3 "$W/train_gpt.py" --preset small --nvtx | tail -1
+  $CT record --gpu-timing "$m" -o "$OUT/gpt_$m" -- python3 "$W/train_gpt.py" --preset "$P" --nvtx | tail -1
 done
 gpt --torch-profiler cuda --truth "$OUT/truthB.json" | tail -1
 for m in $MODES; do

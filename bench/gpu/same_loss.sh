@@ -5,7 +5,8 @@
 #     not fully deterministic even without cutrace (docs/PROOF.md): informative only.
 #  2. bench/gpu/det_train.py, deterministic by construction: three runs each way, interleaved;
 #     every step's loss and the parameter checksum must equal the first run's byte for byte.
-#   CUTRACE=... WORKLOADS=... bash bench/gpu/same_loss.sh OUT [STEPS]     (DET_STEPS=50)
+#   CUTRACE=... WORKLOADS=... bash bench/gpu/same_loss.sh OUT [STEPS]     (DET_STEPS=50;
+#   GPT_RUNS=0 skips part 1)
 set -u
 OUT=${1:-/tmp/cutrace-same-loss}; STEPS=${2:-10}
 W=${WORKLOADS:-../shared/workloads}
@@ -14,7 +15,7 @@ export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 run=(python3 bench/gpu/deterministic.py "$W/train_gpt.py" --preset small --steps "$STEPS" --seed 1)
 loss() { grep -o '"loss": [-0-9.e]*' | tail -1; }
-for i in 1 2; do
+for ((i = 1; i <= ${GPT_RUNS:-2}; i++)); do
   echo "without cutrace, run $i: $("${run[@]}" 2>/dev/null | loss)"
   echo "under cutrace,   run $i: $($CT record -o "$OUT/t$i" -- "${run[@]}" 2>/dev/null | loss)"
 done

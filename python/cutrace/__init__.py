@@ -49,9 +49,11 @@ recorded with ``cutrace record --capture-range manual``; with the default (the w
 captured) they change nothing.
 
 Cost per call: ``python3 bench/annotate_cost.py`` measures every form with and without the shim
-and next to torch.cuda.nvtx; BENCHMARKS.md has the figures. Under the shim an annotation costs
-about what a torch.cuda.nvtx range does (about a microsecond on the H200 host), negligible for
-ranges of a millisecond and more (a training step, a forward pass), not for a per-element loop.
+and next to torch.cuda.nvtx's same form; BENCHMARKS.md has the figures. Under the shim a range
+costs about a microsecond on the H200 host: ``annotate`` less than half of torch.cuda.nvtx's
+``range``, the one-call forms a little more than torch's (ctypes against a C++ extension);
+negligible for ranges of a millisecond and more (a training step, a forward pass), not for a
+per-element loop.
 Without the shim, ``with`` costs what any Python context manager costs, and a decorated function
 is the function itself. Most of the shim's cost is ctypes calling into C (two calls per range).
 """
@@ -92,7 +94,7 @@ def _bind():
         return None
 
     def fn(name, restype, *argtypes):
-        f = getattr(lib, name)
+        f = lib[name]  # a new function object: getattr(lib, name) would share one per name
         f.restype = restype
         f.argtypes = argtypes
         return f
@@ -100,16 +102,22 @@ def _bind():
     def fast(name):
         # No argtypes: ctypes passes bytes as char* without the per-call type check. Only ever
         # called with bytes from _encode() (or nothing), so the check would never fail.
-        f = getattr(lib, name)
+        f = lib[name]  # a new function object: getattr(lib, name) would share one per name
         f.restype = None
         return f
 
-    char_p, u64 = ctypes.c_char_p, ctypes.c_uint64
+    u64 = ctypes.c_uint64
+    start = fast("cutrace_range_start")
+    start.restype = u64  # the handle: a Python int
     return {
         "push": fast("cutrace_range_push"),
         "pop": fast("cutrace_range_pop"),
-        "start": fn("cutrace_range_start", u64, char_p),
-        "end": fn("cutrace_range_end", None, u64),
+        "start": start,
+        # Without argtypes ctypes passes an int as a C int, which libffi widens with its sign to
+        # the 64-bit argument register (x86-64 and AArch64): exact for handles below 2**31, the
+        # only ones annotation_end passes this way (others take the converting binding).
+        "end": fast("cutrace_range_end"),
+        "end_u64": fn("cutrace_range_end", None, u64),
         "mark": fast("cutrace_mark"),
         "capture_start": fn("cutrace_capture_start", None),
         "capture_stop": fn("cutrace_capture_stop", None),
@@ -241,7 +249,7 @@ class _Range(object):
 _ranges = {}
 
 
-def annotate(name=None):
+def annotate(name=None, *, _get=_ranges.get):
     """A push/pop range named ``name``, nested per thread (smprof: ``annotate``; NVTX:
     ``nvtxRangePush``/``Pop``). Use it as a context manager::
 
@@ -252,7 +260,7 @@ def annotate(name=None):
     to name the range after the function's ``__qualname__``. The range's GPU time in the summary
     is the span of the GPU work launched inside it."""
     try:
-        r = _ranges.get(name)
+        r = _get(name)
     except TypeError:
         r = None
     if r is not None:
@@ -277,32 +285,49 @@ range = annotate  # noqa: A001
 
 if _LOADED:
     _push, _pop, _start, _end = _C["push"], _C["pop"], _C["start"], _C["end"]
-    _mark, _capturing = _C["mark"], _C["capturing"]
+    _end_u64, _mark, _capturing = _C["end_u64"], _C["mark"], _C["capturing"]
     _capture_start, _capture_stop = _C["capture_start"], _C["capture_stop"]
 
-    def range_push(name):
+    # The calls below look the name up in the cache themselves instead of calling _encode: one
+    # Python call less per annotation (about a fifth of its cost; bench/annotate_cost.py).
+    def range_push(name, *, _get=_encoded.get, _push=_push):
         """Opens a push/pop range on this thread (NVTX: ``nvtxRangePush``)."""
-        _push(_encode(name))
+        try:
+            b = _get(name)
+        except TypeError:
+            b = None
+        _push(b if b is not None else _encode_new(name))
 
-    def range_pop():
+    def range_pop(*, _pop=_pop):
         """Closes this thread's innermost push/pop range (NVTX: ``nvtxRangePop``)."""
         _pop()
 
-    def annotation_begin(name):
+    def annotation_begin(name, *, _get=_encoded.get, _start=_start):
         """Starts a start/end range and returns its handle, for ``annotation_end`` (smprof:
         ``annotation_begin``; NVTX: ``nvtxRangeStart``). The range may end on another thread
         and need not nest. Returns 0 when nothing is being recorded."""
-        return _start(_encode(name))
+        try:
+            b = _get(name)
+        except TypeError:
+            b = None
+        return _start(b if b is not None else _encode_new(name))
 
-    def annotation_end(handle):
+    def annotation_end(handle, *, _end=_end, _int=int):
         """Ends the range that ``annotation_begin`` returned (smprof: ``annotation_end``; NVTX:
         ``nvtxRangeEnd``). A handle of 0 or None is ignored."""
         if handle:
-            _end(handle)
+            if handle.__class__ is _int and handle < 0x80000000:
+                _end(handle)  # passed as a C int, unconverted (see _bind)
+            else:
+                _end_u64(handle)
 
-    def mark(name):
+    def mark(name, *, _get=_encoded.get, _mark=_mark):
         """An instant event named ``name`` (NVTX: ``nvtxMark``); ``"marks"`` in the summary."""
-        _mark(_encode(name))
+        try:
+            b = _get(name)
+        except TypeError:
+            b = None
+        _mark(b if b is not None else _encode_new(name))
 
     def start():
         """Opens a capture window: records are taken from now on (``cuProfilerStart`` does the

@@ -258,6 +258,15 @@ class ShimTests(unittest.TestCase):
         t.start()
         t.join()
 
+    def test_end_takes_handles_that_do_not_fit_a_c_int(self):
+        # annotation_end passes small handles to C without conversion (a C int, widened by libffi)
+        # and falls back to a uint64 conversion for the rest: such a handle ends nothing here
+        # (no range has it) but must not raise.
+        for h in (2**31 - 1, 2**31, 2**32 + 5, 2**64 - 1):
+            cutrace.annotation_end(h)
+        with self.assertRaises(ctypes.ArgumentError):  # as before: not a handle at all
+            cutrace.annotation_end("not a handle")
+
     def test_threads_nest_ranges(self):
         errors = []
 
