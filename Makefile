@@ -25,6 +25,7 @@ SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
               $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
 TOOLS_SRC  := $(wildcard tools/*.cpp)
 FAKE_SRC   := $(wildcard test/fake_cuda/*.cpp)
+FAKE_CUPTI_SRC := $(wildcard test/fake_cupti/*.cpp)
 UNIT_SRC   := $(wildcard test/unit/*.cpp)
 E2E_SRC    := $(wildcard test/e2e/*.cpp)
 FUZZ_SRC   := $(wildcard test/fuzz/*.cpp)
@@ -43,6 +44,7 @@ FORMAT_A := $(BUILD)/lib/libcutrace_format.a
 TOOLS_A  := $(BUILD)/lib/libcutrace_tools.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
+FAKE_CUPTI_SO := $(BUILD)/test/fake_cupti/libcupti.so
 UNIT_BIN := $(BUILD)/test/unit_tests
 DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
@@ -103,6 +105,13 @@ $(FAKE_SO): $(call obj,$(FAKE_SRC))
 	$(CXX) $(LDFLAGS) -shared -o $@ $^ -Wl,-soname,libcuda.so.1 -lpthread
 	ln -sf libcuda.so.1 $(dir $@)libcuda.so
 
+# The fake CUPTI (test/fake_cupti/fake_cupti.h): CUTRACE_CUPTI points cutrace at it in the e2e
+# tests; it finds the fake driver at run time (dlsym), linking neither it nor the real CUPTI.
+$(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(FAKE_CUPTI_SRC)) -Wl,--version-script=test/fake_cupti/exports.map \
+	  -Wl,-soname,libcupti.so -ldl -lpthread
+
 # The unit tests link the tools library and the shim's call-stack capture (collector/stacks.cpp).
 $(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
@@ -122,7 +131,7 @@ $(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $< -ldl
 
-test: all $(FAKE_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO)
+test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
@@ -137,7 +146,7 @@ sanitize:  # one after the other: both at once would double the load on the timi
 	$(MAKE) sanitize-asan
 	$(MAKE) sanitize-tsan
 sanitize-tsan sanitize-asan: sanitize-%:
-	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) \
+	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) \
 	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%)
 	bash test/sanitize/run.sh $* build-$*
 

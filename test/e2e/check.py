@@ -100,6 +100,7 @@ class Suite:
         self.cutrace = os.path.join(self.build, "bin", "cutrace")
         self.shim = os.path.join(self.build, "lib", "libcutrace.so")
         self.fake_dir = os.path.join(self.build, "test", "fake_cuda")
+        self.fake_cupti = os.path.join(self.build, "test", "fake_cupti", "libcupti.so")
         self.e2e = os.path.join(self.build, "test", "e2e")
         self.keep = keep
         self.root = tempfile.mkdtemp(prefix="cutrace-e2e-")
@@ -349,6 +350,113 @@ def default_timing_falls_back_to_events_quietly(s, c):
     p = s.record(c, d, [s.prog("launch_loop"), "200"], ["--gpu-timing", "cupti"])
     c.equal("explicit cupti's gpu_timing meta after the fallback", timing(d), "end")
     c.equal("CUPTI warnings when cupti was asked for", len(re.findall(r"warning: CUPTI", p.stderr)), 1)
+
+
+# ---- CUPTI timing on the fake CUPTI (test/fake_cupti/fake_cupti.h) ----------------------------
+# CUTRACE_CUPTI points cutrace at build/test/fake_cupti/libcupti.so, which reports the fake
+# driver's calls and GPU operations as CUPTI does (correlation ids from driver-API callbacks,
+# activity records with the virtual GPU's spans, flush flags). FAKE_CUDA_OP_LOG makes the fake
+# driver write the span of every operation it runs (fake_cupti_hooks.cpp): the trace's GPU times
+# must be exactly those.
+
+LOGGED_TYPE = {"kernel": "Kernel", "graph": "Kernel", "memcpy": "Memcpy", "memset": "Memset"}
+
+
+def trace_meta(s, c, trace):
+    """The trace's meta entries, {key: value} (the last one of a key wins)."""
+    p = s.run([s.cutrace, "dump", "--type", "Meta", trace])
+    c.require(p.returncode == 0, f"`cutrace dump --type Meta` exited {p.returncode}: {tail(p.stderr)}")
+    return dict(re.findall(r'Meta +key=#\d+ "([^"]*)" value=#\d+ "([^"]*)"', p.stdout))
+
+
+def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti")):
+    """Records argv with the fake CUPTI and the fake driver's op log; (trace, meta, log, stderr)."""
+    d = s.tmpdir(name)
+    log = os.path.join(d, "ops.log")
+    p = s.record(c, d, argv, opts, {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUDA_OP_LOG": log})
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    trace = os.path.join(d, traces(d)[0])
+    return trace, trace_meta(s, c, trace), log, p.stderr
+
+
+def gpu_spans(s, c, trace, rec_type):
+    """(gpu_start, gpu_end) of each rec_type record, read line by line from `cutrace dump`: this
+    process stays small (stress_memory_bounded_any_run_length measures a child's peak RSS, which
+    starts from this process's when it forks)."""
+    env = preload_env(dict(s.env))
+    pat = re.compile(r" gpu=\[(-?\d+)\.\.(-?\d+)\]")
+    spans = []
+    with subprocess.Popen([s.cutrace, "dump", "--type", rec_type, trace], env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace") as p:
+        for line in p.stdout:
+            m = pat.search(line) if f" {rec_type} " in line else None
+            if m:
+                spans.append((int(m.group(1)), int(m.group(2))))
+    c.require(p.returncode == 0, f"`cutrace dump --type {rec_type}` exited {p.returncode}")
+    return spans
+
+
+def check_fake_gpu_spans(s, c, trace, log, what):
+    """Every Kernel/Memcpy/Memset record's GPU span is one the fake GPU ran, exactly, and every
+    operation it ran is in the trace once: the two lists of (type, start, end) are equal. Returns
+    the number of operations per type."""
+    with open(log) as f:
+        ran = sorted((LOGGED_TYPE[k], int(a), int(b)) for k, a, b in (line.split() for line in f))
+    got, untimed = [], collections.Counter()
+    for t in ("Kernel", "Memcpy", "Memset"):
+        for start, end in gpu_spans(s, c, trace, t):
+            if end == 0:
+                untimed[t] += 1
+            else:
+                got.append((t, start, end))
+    got.sort()
+    c.equal(f"{what}: operations written without GPU time, by type", dict(untimed), {})
+    if got != ran:
+        only_trace, only_fake = sorted(set(got) - set(ran)), sorted(set(ran) - set(got))
+        c.errors.append(f"{what}: GPU spans differ from the fake GPU's ({len(got)} in the trace, {len(ran)} run): "
+                        f"only in the trace {only_trace[:3]}, only on the fake GPU {only_fake[:3]}")
+    return collections.Counter(t for t, _, _ in ran)
+
+
+def check_cupti_meta(c, meta, what):
+    c.equal(f"{what}: gpu_timing", meta.get("gpu_timing"), "cupti")
+    for key in ("gpu_times_missing", "cupti_incomplete_records", "cupti_dropped_records"):
+        c.equal(f"{what}: meta {key}", meta.get(key), None)
+
+
+@test
+def cupti_gpu_times_are_the_fake_gpus_exact_spans(s, c):
+    """--gpu-timing cupti on the fake CUPTI: every kernel (all launch routes, graph replays),
+    copy and memset gets the exact span the fake GPU gave it, from one thread or nine."""
+    for prog, want in (("routes", {"Kernel": sum(ROUTES.values())}),
+                       ("copies", {"Memcpy": 13, "Memset": 5}),
+                       ("threads", {"Kernel": sum(THREADS_COUNTS.values())})):
+        trace, meta, log, _ = record_cupti(s, c, prog, [s.prog(prog)])
+        check_cupti_meta(c, meta, prog)
+        c.equal(f"{prog}: operations the fake GPU ran, by type", dict(check_fake_gpu_spans(s, c, trace, log, prog)), want)
+
+
+@test
+def cupti_forced_flush_records_without_timestamps_not_used(s, c):
+    """A forced CUPTI flush hands over the records of work still in flight with start = end = 0
+    (lost for good). With the GPU kept busy (busy_gpu queues 200 ms per stream per round), the
+    collector's periodic flush finds work in flight: it must not be forced, and no operation may
+    end up without its GPU time (on an H200 a forced periodic flush lost ~40% of them)."""
+    trace, meta, log, _ = record_cupti(s, c, "busy", [s.prog("busy_gpu")])
+    check_cupti_meta(c, meta, "busy_gpu")
+    c.equal("busy_gpu: operations the fake GPU ran, by type", dict(check_fake_gpu_spans(s, c, trace, log, "busy_gpu")),
+            {"Kernel": 60, "Memcpy": 6, "Memset": 6})
+
+
+@test
+def cupti_auto_mode_uses_libcupti_when_it_loads(s, c):
+    """The default --gpu-timing auto uses CUPTI when libcupti loads and accepts a subscriber (here
+    the fake one, through CUTRACE_CUPTI), quietly; default_timing_falls_back_to_events_quietly
+    checks the fallback to end events when it does not."""
+    trace, meta, log, err = record_cupti(s, c, "auto", [s.prog("copies")], opts=())
+    check_cupti_meta(c, meta, "auto")
+    c.expect("CUPTI" not in err, f"auto mode warned about CUPTI: {tail(err)}")
+    check_fake_gpu_spans(s, c, trace, log, "auto")
 
 
 @test
@@ -959,17 +1067,28 @@ def stress_memory_bounded_any_run_length(s, c):
     times; 0.1 peaked at 127 MB on 32 x 20,000), and every launch is in the trace or counted."""
     d = s.tmpdir("stressmem")
     p = fault_popen(s, [s.prog("stress"), "32", str(int(100000 * STRESS_SCALE))], d)
-    _, status, ru = os.wait4(p.pid, 0)
+    # The process's own peak (VmHWM of its address space), read every 10 ms until it exits:
+    # wait4's ru_maxrss would also count this Python process's RSS, which the child inherits
+    # at fork and keeps as its maximum across exec.
+    peak_kb = 0
+    while p.poll() is None:
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+            peak_kb = max(peak_kb, int(m.group(1))) if m else peak_kb
+        except OSError:  # exited meanwhile
+            pass
+        time.sleep(0.01)
     out = p.stdout.read()
     p.stdout.close()
     p.stderr.close()
-    p.returncode = os.waitstatus_to_exitcode(status)
     c.equal("exit status", p.returncode, 0)
     m = re.search(r"launches=(\d+)", out)
     c.require(m, f"stress printed {tail(out)!r}")
+    c.require(peak_kb > 0, "could not read the stress process's VmHWM")
     if not SAN_PRELOAD:  # a sanitizer's shadow memory and quarantine are not the shim's
-        c.expect(ru.ru_maxrss < 64 * 1024, f"peak RSS {ru.ru_maxrss} KiB >= 64 MiB")
-    c.notes.append(f"stress 32 x 100000: peak RSS {ru.ru_maxrss} KiB")
+        c.expect(peak_kb < 64 * 1024, f"peak RSS {peak_kb} KiB >= 64 MiB")
+    c.notes.append(f"stress 32 x 100000: peak RSS (VmHWM) {peak_kb} KiB")
     _, j, r, launches = one_trace(s, c, d)
     c.equal("kernels in the trace + dropped records", launches + j["dropped_records"], int(m.group(1)))
 

@@ -176,6 +176,7 @@ CUresult submitLocked(Lock& lock, CUstream handle, DefaultStream d, const Op& op
   }
   Span span = enqueue(stream, op.durationNs);
   countExecuted(state().stats, op.kind);
+  reportOp(stream, op, span);
   lock.unlock();
   op.applyBytes();
   if (blocking) sleepUntil(span.end);

@@ -25,6 +25,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <cupti_driver_cbid.h>  // an enum only: the callback ids of the exported entry points
+
+#include "test/fake_cuda/fake_cuda_cupti.h"
 #include "test/fake_cuda/fake_cuda_stats.h"
 #include "test/fake_cuda/fake_cuda_undef.h"
 
@@ -47,12 +50,18 @@ struct FAKE_HIDDEN CUgraphExec_st;
 
 // Defines the pair `name` (stream 0 = the context's legacy stream) and `name<suffix>` (stream 0 =
 // the calling thread's per-thread default stream), both forwarding to
-// impl(fake::DefaultStream, args...). `params` and `args` are parenthesised lists.
+// impl(fake::DefaultStream, args...). `params` and `args` are parenthesised lists. Each call is
+// an ApiCall (the fake CUPTI's API callbacks and correlation id, fake_cuda_cupti.h): `name` and
+// `name<suffix>` must both have a CUPTI_DRIVER_TRACE_CBID_ (cupti_driver_cbid.h).
 #define FAKE_UNPAREN(...) __VA_ARGS__
-#define FAKE_EXPORT_PT(name, suffix, impl, params, args)                                          \
-  FAKE_API CUresult name params { return impl(fake::DefaultStream::kLegacy, FAKE_UNPAREN args); } \
-  FAKE_API CUresult name##suffix params {                                                         \
-    return impl(fake::DefaultStream::kPerThread, FAKE_UNPAREN args);                              \
+#define FAKE_EXPORT_PT(name, suffix, impl, params, args)                                       \
+  FAKE_API CUresult name params {                                                              \
+    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name, #name);                                 \
+    return call.done(impl(fake::DefaultStream::kLegacy, FAKE_UNPAREN args));                   \
+  }                                                                                            \
+  FAKE_API CUresult name##suffix params {                                                      \
+    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name##suffix, #name #suffix);                 \
+    return call.done(impl(fake::DefaultStream::kPerThread, FAKE_UNPAREN args));                \
   }
 // Stream-ordered ops: `name` + `name_ptsz`. Synchronous copies/memsets: `name` + `name_ptds`.
 #define FAKE_EXPORT_PTSZ(name, impl, params, args) FAKE_EXPORT_PT(name, _ptsz, impl, params, args)
@@ -239,6 +248,29 @@ CUresult copyFrom3D(const CUDA_MEMCPY3D& p, CopyDesc* out);
 // Validates a memset target and builds its SetDesc.
 CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width,
                  size_t height, SetDesc* out);
+
+// ---- CUPTI hooks (fake_cupti_hooks.cpp, fake_cuda_cupti.h) --------------------------------------
+
+// One call of an exported entry point, seen by the fake CUPTI's hooks if set: api_enter at
+// construction (the call's correlation id then tags the work it submits), api_exit at destruction.
+class ApiCall {
+ public:
+  ApiCall(uint32_t cbid, const char* name);
+  ~ApiCall();
+  ApiCall(const ApiCall&) = delete;
+  ApiCall& operator=(const ApiCall&) = delete;
+  CUresult done(CUresult r) {
+    call_.result = r;
+    return r;
+  }
+
+ private:
+  const FakeCudaCuptiHooks* hooks_;
+  FakeCudaApiCall call_;
+};
+
+// Reports the op just enqueued on `stream` over `span` to the hooks and FAKE_CUDA_OP_LOG (lock held).
+void reportOp(const CUstream_st* stream, const Op& op, const Span& span);
 
 // ---- modules and graphs (lock held) -------------------------------------------------------------
 

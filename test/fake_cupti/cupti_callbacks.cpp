@@ -1,0 +1,116 @@
+// Fake CUPTI: version, the subscriber and its driver-API callbacks, correlation ids, and the
+// hooks into the fake driver (fake_cupti.h describes the model).
+#include <dlfcn.h>
+#include <time.h>
+
+#include <atomic>
+
+#include "test/fake_cupti/fake_cupti.h"
+
+namespace fake_cupti {
+namespace {
+
+// The one subscriber CUPTI allows; its handle is the address of this storage.
+struct Subscriber {
+  std::atomic<bool> active{false};
+  std::atomic<CUpti_CallbackFunc> callback{nullptr};
+  std::atomic<void*> userdata{nullptr};
+  std::atomic<bool> driverEnabled[CUPTI_DRIVER_TRACE_CBID_SIZE] = {};
+};
+
+Subscriber g_subscriber;
+std::atomic<uint32_t> g_lastCorrelation{0};
+
+Subscriber* fromHandle(CUpti_SubscriberHandle handle) {
+  Subscriber* s = reinterpret_cast<Subscriber*>(handle);
+  return s == &g_subscriber && s->active.load() ? s : nullptr;
+}
+
+void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
+  Subscriber& s = g_subscriber;
+  if (!s.active.load(std::memory_order_acquire) || call->cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
+      !s.driverEnabled[call->cbid].load(std::memory_order_acquire)) {
+    return;
+  }
+  CUpti_CallbackFunc fn = s.callback.load();
+  if (fn == nullptr) return;
+  CUpti_CallbackData data{};
+  data.callbackSite = site;
+  data.functionName = call->name;
+  data.functionReturnValue = site == CUPTI_API_EXIT ? &call->result : nullptr;
+  data.correlationData = &call->correlation_data;
+  data.correlationId = call->correlation_id;
+  fn(s.userdata.load(), CUPTI_CB_DOMAIN_DRIVER_API, call->cbid, &data);
+}
+
+}  // namespace
+
+int64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+bool installHooks() {
+  static const FakeCudaCuptiHooks hooks = {&apiEnter, &apiExit, &gpuOp};
+  static const bool installed = [] {
+    auto set = reinterpret_cast<FakeCudaSetCuptiHooksFn>(dlsym(RTLD_DEFAULT, "fakeCudaSetCuptiHooks"));
+    if (set == nullptr) return false;
+    set(&hooks);
+    return true;
+  }();
+  return installed;
+}
+
+void apiEnter(FakeCudaApiCall* call) {
+  call->correlation_id = g_lastCorrelation.fetch_add(1) + 1;
+  notify(CUPTI_API_ENTER, call);
+}
+
+void apiExit(FakeCudaApiCall* call) { notify(CUPTI_API_EXIT, call); }
+
+}  // namespace fake_cupti
+
+using fake_cupti::g_subscriber;
+
+FAKE_CUPTI_API CUptiResult cuptiGetVersion(uint32_t* version) {
+  if (version == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+FAKE_CUPTI_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                          void* userdata) {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (!fake_cupti::installHooks()) return CUPTI_ERROR_NOT_INITIALIZED;
+  bool expected = false;
+  if (!g_subscriber.active.compare_exchange_strong(expected, true)) {
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  g_subscriber.userdata.store(userdata);
+  g_subscriber.callback.store(callback);
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_CUPTI_API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  fake_cupti::Subscriber* s = fake_cupti::fromHandle(subscriber);
+  if (s == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  for (auto& enabled : s->driverEnabled) enabled.store(false);
+  s->active.store(false);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_CUPTI_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                               CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  fake_cupti::Subscriber* s = fake_cupti::fromHandle(subscriber);
+  if (s == nullptr || domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return CUPTI_SUCCESS;  // no runtime here: never called
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_INVALID || cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  s->driverEnabled[cbid].store(enable != 0);
+  return CUPTI_SUCCESS;
+}
