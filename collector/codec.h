@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "collector/format.h"
@@ -40,8 +41,16 @@ class BlockEncoder {
   std::unordered_map<std::string, uint32_t> configs_;  // 44 config bytes -> id (>= 1)
 };
 
-// Readable bytes that BlockDecoder::decode needs after a payload (a varint is at most 10 bytes).
-inline constexpr size_t kDecodePadding = 16;
+// Readable bytes that BlockDecoder::decode needs after a payload: its fast path reads varints
+// (at most 10 bytes each) in batches of records without a bounds check per read; the padding sets
+// the shortest batch (codec.cpp, kMaxRecordRead).
+inline constexpr size_t kDecodePadding = 4096;
+
+// A column of a packed payload being read: next byte, end.
+struct ColumnCursor {
+  const uint8_t* p = nullptr;
+  const uint8_t* end = nullptr;
+};
 
 // Unpacks packed payloads. One per file: it owns the file's KernelConfig table.
 class BlockDecoder {
@@ -61,8 +70,16 @@ class BlockDecoder {
   uint64_t unresolved() const { return unresolved_; }
 
  private:
+  template <bool kChecked>
+  bool unpack_records(const ColumnCursor* cols, const char* payload_end, std::vector<char>* out,
+                      size_t* out_size);
+
   std::vector<fmt::KernelConfigRec> configs_;  // index id - 1; h.size 0 = not (yet) defined
   uint64_t unresolved_ = 0;
+  // decode()'s fast path: configs_ entries it replaced (index, old value), and configs_'s size
+  // before it, to undo them when the block turns out bad.
+  std::vector<std::pair<uint32_t, fmt::KernelConfigRec>> undo_;
+  size_t undo_size_ = 0;
 };
 
 }  // namespace cutrace::codec

@@ -253,19 +253,24 @@ class TraceSet {
 
 // ---- template implementations ----------------------------------------------------------------
 
+// status_.records is counted in a local and stored when the block ends or the visitor stops
+// (visitors read status() after read()): as a member it was a load and a store per record.
+// An unpacked 2.x block holds whole records by construction (BlockDecoder::decode checks every
+// header it copies), so only 1.x blocks have their headers checked against the block's end.
 template <class V>
 bool TraceReader::walk(V& visit) {
   const bool packed = version_major_ >= 2;
   const char* p = packed ? block_.records.data() : block_.raw.data();
   const char* end = p + (packed ? block_.records_size : block_.size);
+  uint64_t records = status_.records;
   while (p < end) {
     fmt::RecHeader h;
-    if (end - p < static_cast<ptrdiff_t>(sizeof h)) {
+    if (!packed && end - p < static_cast<ptrdiff_t>(sizeof h)) {
       ++status_.bad_records;
       break;
     }
     std::memcpy(&h, p, sizeof h);
-    if (h.size < sizeof h || h.size > end - p) {  // the rest of the block cannot be trusted
+    if (!packed && (h.size < sizeof h || h.size > end - p)) {  // the rest cannot be trusted
       ++status_.bad_records;
       break;
     }
@@ -273,16 +278,20 @@ bool TraceReader::walk(V& visit) {
       ++status_.bad_records;
     } else {
       if (h.type < 64 && ((detail::kAbsorbMask >> h.type) & 1)) absorb(p, h.type);
-      ++status_.records;
+      ++records;
       Record rec(p);
       if constexpr (std::is_same_v<decltype(visit(rec)), bool>) {
-        if (!visit(rec)) return false;
+        if (!visit(rec)) {
+          status_.records = records;
+          return false;
+        }
       } else {
         visit(rec);
       }
     }
     p += h.size;
   }
+  status_.records = records;
   return true;
 }
 

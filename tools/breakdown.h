@@ -18,6 +18,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace cutrace {
@@ -69,28 +70,51 @@ class DeviceTimeline {
   static constexpr size_t kMaxCapacity = size_t(1) << 20;
   explicit DeviceTimeline(size_t capacity = kDefaultCapacity);
   // end < start is treated as end == start.
-  void add(int64_t start, int64_t end, int64_t ready, GpuWork work);
+  [[gnu::always_inline]] void add(int64_t start, int64_t end, int64_t ready, GpuWork work) {
+    // Inline, the common case: an interval that goes at the end of the buffer (no later start
+    // buffered) and leaves room. Out of line, the call and the vector's bookkeeping cost 3 % more
+    // of `cutrace summary`'s instructions (bench/RESULTS-format.md section 6).
+    if (start >= 0 && n_ + 1 < room_ && (n_ == 0 || !sorted_ || !before(start, ready, buf_[n_ - 1]))) {
+      buf_[n_++] = GpuInterval{start, end < start ? start : end, ready, work};
+      return;
+    }
+    add_slow(start, end, ready, work);
+  }
   void add(const GpuInterval& iv) { add(iv.start, iv.end, iv.ready, iv.work); }
   // Sweeps what is left and returns the totals; the timeline is empty afterwards.
   GpuBreakdown finish();
 
  private:
+  static bool before(int64_t start, int64_t ready, const GpuInterval& b) {  // sweep order
+    return start != b.start ? start < b.start : ready < b.ready;
+  }
+  void add_slow(int64_t start, int64_t end, int64_t ready, GpuWork work);
+  // The sweep's position. drain() holds it in a local for its loop: as members, these were
+  // reloaded after every store into the running set (~25 instructions an interval).
+  struct Sweep {
+    int64_t t = 0;         // swept up to here
+    int64_t next_end = 0;  // earliest end of the running intervals (valid when run > 0)
+    size_t run = 0;        // running intervals: run_end_[0, run), run_work_[0, run)
+    unsigned mask = 0;     // bit set (1 << GpuWork) of their kinds
+    bool started = false;
+  };
   void drain(size_t n);  // sweeps the first n buffered intervals (sorting the buffer if needed)
-  void sweep(int64_t start, int64_t end, int64_t ready, GpuWork work);
-  void advance(int64_t to, int64_t ready, bool gap_ends);
-  void retire(size_t i);  // removes running interval i, which ended at t_
+  void sweep(Sweep& s, int64_t start, int64_t end, int64_t ready, GpuWork work);
+  void advance(Sweep& s, int64_t to, int64_t ready, bool gap_ends);
 
   size_t capacity_;
-  std::vector<GpuInterval> buf_;
+  // The reorder buffer: n_ intervals in room_ slots (capacity_ slots once an interval came;
+  // reallocated when capacity_ grows).
+  std::unique_ptr<GpuInterval[]> buf_;
+  size_t room_ = 0;
+  size_t n_ = 0;
   bool sorted_ = true;
   // Running intervals: few (about one per busy stream), so plain arrays scanned for the
   // earliest end beat a heap. (Scalar arrays: no store-forwarding stalls on the hot path.)
+  // Their first s_.run entries are used.
   std::vector<int64_t> run_end_;
   std::vector<GpuWork> run_work_;
-  int64_t next_end_ = 0;  // earliest end in run_end_ (valid when not empty)
-  unsigned mask_ = 0;  // bit set (1 << GpuWork) of the kinds in run_work_
-  bool started_ = false;
-  int64_t t_ = 0;  // swept up to here
+  Sweep s_;
   GpuBreakdown out_;
 };
 

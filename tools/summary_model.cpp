@@ -394,6 +394,7 @@ struct SummaryModel::FileTotals {
   std::vector<int8_t> is_step;  // by name string id: -1 not decided yet
   StepStats steps;
   std::vector<int64_t> step_ends;              // --step-sync: sorted synchronisation ends
+  bool by_sync_steps = false;                  // step_ends.size() >= 2
   std::vector<int64_t> step_lo, step_hi;       // per step: GPU span of its operations
   std::vector<Worst> worst;
   int64_t worst_floor = std::numeric_limits<int64_t>::min();
@@ -408,6 +409,13 @@ struct SummaryModel::FileTotals {
   std::unordered_map<uint32_t, int32_t> kslot_far;
 
   [[gnu::always_inline]] KSlot& kslot(uint32_t name_id) {
+    if (name_id < kslot_of.size()) {  // inline: a name seen before (one bounds test, not two)
+      int32_t s = kslot_of[name_id];
+      if (s >= 0) return kslots[size_t(s)];
+    }
+    return new_kslot(name_id);
+  }
+  KSlot& new_kslot(uint32_t name_id) {
     // Writers number strings from 1 up, so a table indexed by id stays small; an id far beyond
     // that comes from a damaged file and goes to a map (fuzz_summary: an 8 GB table).
     int32_t* slot;
@@ -441,13 +449,13 @@ struct SummaryModel::FileTotals {
     if (stream >= stream_end.size()) stream_end.resize(size_t(stream) + 1, 0);
     return stream_end[stream];
   }
-  // A timed GPU operation: the timeline, the stream's last end, the --step-sync step.
-  [[gnu::always_inline]] void gpu_op(const fmt::OpCommon& op, GpuWork work, int64_t ready) {
+  // A timed GPU operation: the timeline, the stream's last end (le: last_end(op.stream)), the
+  // --step-sync step.
+  [[gnu::always_inline]] void gpu_op(const fmt::OpCommon& op, int64_t& le, GpuWork work, int64_t ready) {
     int64_t gs = op.gpu_start, ge = op.gpu_end;
     timeline(op.device).add(gs, ge, ready, work);
-    int64_t& le = last_end(op.stream);
     if (ge > le) le = ge;
-    if (step_ends.size() >= 2) {
+    if (by_sync_steps) {
       int64_t cb = op.cpu_begin;
       size_t i = size_t(std::lower_bound(step_ends.begin(), step_ends.end(), cb) - step_ends.begin());
       if (i >= 1 && i < step_ends.size()) {
@@ -586,6 +594,7 @@ bool SummaryModel::add(TraceReader& r) {
       return true;
     }
     if (t.step_ends.size() >= 2) {
+      t.by_sync_steps = true;
       t.step_lo.assign(t.step_ends.size() - 1, 0);
       t.step_hi.assign(t.step_ends.size() - 1, 0);
     }
@@ -612,15 +621,16 @@ bool SummaryModel::add(TraceReader& r) {
           ++short_count_;
           short_ns_ = sat_add(short_ns_, d);
         }
+        int64_t& stream_end = t.last_end(op.stream);
         if (!(op.flags & fmt::kOpInferredStart)) {
           int64_t latency = sat_sub(gs, op.cpu_end);
           launch_.add(latency);
-          if (t.last_end(op.stream) <= op.cpu_end) {  // nothing queued ahead on the stream
+          if (stream_end <= op.cpu_end) {  // nothing queued ahead on the stream
             launch_idle_.add(latency);
             t.add_worst(latency, k.name_id, op);
           }
         }
-        t.gpu_op(op, s.comm ? GpuWork::Comm : GpuWork::Compute, op.cpu_end);
+        t.gpu_op(op, stream_end, s.comm ? GpuWork::Comm : GpuWork::Compute, op.cpu_end);
         break;
       }
       case fmt::RecType::Memcpy:
@@ -651,7 +661,7 @@ bool SummaryModel::add(TraceReader& r) {
         c->bytes += bytes;
         if (!timed(gs, ge)) break;
         c->timed_bytes += bytes;
-        t.gpu_op(op, is_set ? GpuWork::Memset : GpuWork::Memcpy,
+        t.gpu_op(op, t.last_end(op.stream), is_set ? GpuWork::Memset : GpuWork::Memcpy,
                  (op.flags & fmt::kOpAsync) ? op.cpu_end : op.cpu_begin);
         break;
       }

@@ -45,13 +45,16 @@ namespace cutrace {
 
 // Saturating arithmetic for times read from a file: a damaged one may hold any value, and a sum
 // or a difference of two must not overflow (fuzz_summary: signed integer overflow).
+// (Written as a branch that is never taken on real traces, not a select: fewer instructions.)
 inline int64_t sat_add(int64_t a, int64_t b) {
   int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+  if (__builtin_expect(!__builtin_add_overflow(a, b, &r), 1)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
 }
 inline int64_t sat_sub(int64_t a, int64_t b) {
   int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+  if (__builtin_expect(!__builtin_sub_overflow(a, b, &r), 1)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
 }
 
 // Counts of non-negative values in logarithmic buckets (HDR-style): values below 64 exactly, then
@@ -101,8 +104,10 @@ class LogHistogram {
   [[gnu::always_inline]] static int bucket(int64_t v) {
     if (v < (1 << kSubBits)) return v < 0 ? 0 : int(v);
     if (v >= (int64_t(1) << kMaxExp)) return kBuckets - 1;
-    int e = 63 - __builtin_clzll(uint64_t(v));  // >= kSubBits
-    return ((e - kSubBits + 1) << kSubBits) + int((v >> (e - kSubBits)) & ((1 << kSubBits) - 1));
+    int shift = 63 - __builtin_clzll(uint64_t(v)) - kSubBits;  // >= 0
+    // v >> shift is in [64, 128): 64 + the sub-bucket, so no mask is needed. Equal to
+    // ((e - kSubBits + 1) << kSubBits) + ((v >> shift) & 63), e = shift + kSubBits (unit test).
+    return (shift << kSubBits) + int(v >> shift);
   }
   static int64_t bucket_low(int b);   // smallest integer of bucket b
   static int64_t bucket_value(int b); // its representative value
@@ -130,8 +135,12 @@ struct Dist {
   LogHistogram pos, neg;
 
   [[gnu::always_inline]] void add(int64_t v) {
-    min = n == 0 ? v : std::min(min, v);
-    max = n == 0 ? v : std::max(max, v);
+    if (__builtin_expect(n == 0, 0)) {  // (one test of n, not one per bound)
+      min = max = v;
+    } else {
+      min = std::min(min, v);
+      max = std::max(max, v);
+    }
     ++n;
     sum = sat_add(sum, v);
     sumsq += static_cast<unsigned __int128>(__int128(v) * v);

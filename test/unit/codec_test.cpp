@@ -287,3 +287,68 @@ TEST_CASE("a packed payload that does not unpack is a bad block, even with a goo
   CHECK(r.status().bad_blocks == 1);
   CHECK(r.status().complete);
 }
+
+namespace {
+
+// A hand-made packed payload: the header (column count, lengths), then the columns.
+std::vector<char> packed_payload(const std::vector<std::string>& cols) {
+  std::vector<char> out;
+  auto put = [&](uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out.push_back(char(v | 0x80));
+    out.push_back(char(v));
+  };
+  put(cols.size());
+  for (const std::string& c : cols) put(c.size());
+  for (const std::string& c : cols) out.insert(out.end(), c.begin(), c.end());
+  out.resize(out.size() + codec::kDecodePadding);  // the callers' padding (codec.h)
+  return out;
+}
+
+}  // namespace
+
+// decode()'s fast path reads varints without checking each against the payload's end; when a
+// block turns out bad it is decoded again with every check, so a bad block leaves the file's
+// KernelConfig table as the checked decoder always did: the configs before the failing record
+// are kept, those after it are not.
+TEST_CASE("a bad packed block keeps exactly the kernel configurations before its failing record") {
+  fmt::KernelConfigRec c{};
+  c.h.type = uint16_t(fmt::RecType::KernelConfig);
+  c.h.size = sizeof c;
+  c.id = 5;
+  c.name_id = 42;
+  const std::string config = bytes_of(&c, sizeof c);
+  // An Api record whose columns are all empty: its first varint would be read at the payload's
+  // end (only the verbatim column, the last non-empty one, holds bytes).
+  auto bad_block = [&](bool config_first) {
+    std::vector<std::string> cols(fmt::kColumnCount);
+    std::string api(1, char(fmt::RecType::Api));
+    cols[fmt::kColTag] = config_first ? std::string(1, '\0') + api : api + std::string(1, '\0');
+    cols[fmt::kColVerbatim] = config;
+    return packed_payload(cols);
+  };
+  // A good block: one kernel of config 5, every field 0.
+  std::vector<std::string> cols(fmt::kColumnCount);
+  cols[fmt::kColTag] = std::string(1, char(fmt::RecType::Kernel));
+  for (fmt::Column col : {fmt::kColCorr, fmt::kColThread, fmt::kColStream, fmt::kColDevice, fmt::kColApi,
+                          fmt::kColFlags, fmt::kColResult, fmt::kColCpuBegin, fmt::kColCpuDuration,
+                          fmt::kColGpuStart, fmt::kColGpuDuration})
+    cols[col] = std::string(1, '\0');
+  cols[fmt::kColConfig] = std::string(1, '\5');
+  const std::vector<char> kernel_block = packed_payload(cols);
+  const size_t kernel_size = kernel_block.size() - codec::kDecodePadding;
+
+  for (bool config_first : {false, true}) {
+    CAPTURE(config_first);
+    codec::BlockDecoder dec;
+    std::vector<char> out;
+    size_t size = 0;
+    std::vector<char> bad = bad_block(config_first);
+    CHECK_FALSE(dec.decode(bad.data(), bad.size() - codec::kDecodePadding, &out, &size));
+    REQUIRE(dec.decode(kernel_block.data(), kernel_size, &out, &size));
+    REQUIRE(size == sizeof(fmt::KernelRec));
+    fmt::KernelRec k;
+    std::memcpy(&k, out.data(), sizeof k);
+    CHECK(dec.unresolved() == (config_first ? 0u : 1u));
+    CHECK(k.name_id == (config_first ? 42u : 0u));
+  }
+}

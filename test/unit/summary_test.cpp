@@ -545,6 +545,15 @@ TEST_CASE("log histogram buckets") {
     CHECK(double(rep - lo) <= 0.0079 * double(lo));
     CHECK(double(hi - rep) <= 0.0079 * double(hi));
   }
+  // bucket() skips the sub-bucket mask (v >> shift already carries the 64): same buckets as the
+  // formula with it.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    int64_t v = int64_t(rng() >> (20 + rng() % 38));  // every magnitude from 2^6 to 2^44
+    if (v < 64 || v >= (int64_t(1) << 44)) continue;
+    int e = 63 - __builtin_clzll(uint64_t(v));
+    REQUIRE(LogHistogram::bucket(v) == ((e - 5) << 6) + int((v >> (e - 6)) & 63));
+  }
   CHECK(LogHistogram::bucket_low(LogHistogram::kBuckets - 1) < (int64_t(1) << 44));
   CHECK(LogHistogram::bucket(int64_t(1) << 44) == LogHistogram::kBuckets - 1);
   CHECK(LogHistogram::bucket(std::numeric_limits<int64_t>::max()) == LogHistogram::kBuckets - 1);
