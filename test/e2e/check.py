@@ -369,11 +369,11 @@ def trace_meta(s, c, trace):
     return dict(re.findall(r'Meta +key=#\d+ "([^"]*)" value=#\d+ "([^"]*)"', p.stdout))
 
 
-def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti")):
+def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti"), env=None):
     """Records argv with the fake CUPTI and the fake driver's op log; (trace, meta, log, stderr)."""
     d = s.tmpdir(name)
     log = os.path.join(d, "ops.log")
-    p = s.record(c, d, argv, opts, {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUDA_OP_LOG": log})
+    p = s.record(c, d, argv, opts, {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUDA_OP_LOG": log, **(env or {})})
     c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
     trace = os.path.join(d, traces(d)[0])
     return trace, trace_meta(s, c, trace), log, p.stderr
@@ -446,6 +446,26 @@ def cupti_forced_flush_records_without_timestamps_not_used(s, c):
     check_cupti_meta(c, meta, "busy_gpu")
     c.equal("busy_gpu: operations the fake GPU ran, by type", dict(check_fake_gpu_spans(s, c, trace, log, "busy_gpu")),
             {"Kernel": 60, "Memcpy": 6, "Memset": 6})
+
+
+@test
+def cupti_call_without_correlation_id_counted_not_waited_for(s, c):
+    """A traced call CUPTI reports no callback for (FAKE_CUPTI_SILENT_CALLS: here the two async
+    memsets) leaves its operation without a correlation id: it is written at once without GPU
+    time and counted in gpu_times_missing, not held for 10 s; every other operation keeps its
+    exact span."""
+    t0 = time.monotonic()
+    trace, meta, log, _ = record_cupti(s, c, "silent", [s.prog("copies")],
+                                       env={"FAKE_CUPTI_SILENT_CALLS": "cuMemsetD8Async,cuMemsetD32Async"})
+    c.expect(time.monotonic() - t0 < 8, f"recording took {time.monotonic() - t0:.1f} s (an operation waited)")
+    c.equal("meta gpu_times_missing", meta.get("gpu_times_missing"), "2")
+    with open(log) as f:
+        ran = sorted((LOGGED_TYPE[k], int(a), int(b)) for k, a, b in (line.split() for line in f))
+    got = sorted((t, a, b) for t in ("Memcpy", "Memset") for a, b in gpu_spans(s, c, trace, t) if b)
+    untimed = sum(1 for a, b in gpu_spans(s, c, trace, "Memset") if b == 0)
+    c.equal("memsets without GPU time", untimed, 2)
+    c.expect(set(got) <= set(ran) and len(got) == len(ran) - 2,
+             f"timed operations {len(got)} of {len(ran)}, or spans that the fake GPU did not run")
 
 
 @test

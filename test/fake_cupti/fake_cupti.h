@@ -8,7 +8,9 @@
 // first subscribes or enables an activity kind.
 //   - API callbacks (cupti_callbacks.cpp): every hooked call gets a fresh, increasing correlation
 //     id; a subscriber that enabled the call's CUPTI_CB_DOMAIN_DRIVER_API id gets API_ENTER before
-//     the driver does the work and API_EXIT after, both with that id.
+//     the driver does the work and API_EXIT after, both with that id. FAKE_CUPTI_SILENT_CALLS
+//     (a comma-separated list of exported names) silences the callbacks of those calls, as for
+//     a call CUPTI has no callback id for: their operations' records carry ids nobody saw.
 //   - Activity records (cupti_records.cpp): each kernel / copy / memset submitted while its kind is
 //     enabled becomes a CUpti_ActivityKernel10 (kind CONCURRENT_KERNEL, or KERNEL if only that is
 //     enabled) / CUpti_ActivityMemcpy6 / CUpti_ActivityMemset4 with the submitting call's
