@@ -469,6 +469,26 @@ def cupti_call_without_correlation_id_counted_not_waited_for(s, c):
 
 
 @test
+def cupti_dropped_record_overtaken_not_waited_for(s, c):
+    """CUPTI drops the records of one kernel (FAKE_CUPTI_DROP_KERNELS=k_dlsym, 6 launches on a
+    stream that more launches follow): once a later operation of that stream has its final span,
+    the waiting ones are written without GPU time at once (counted in gpu_times_missing; CUPTI's
+    own count in cupti_dropped_records), not held for 10 s; every other kernel keeps its span."""
+    t0 = time.monotonic()
+    trace, meta, log, _ = record_cupti(s, c, "dropped", [s.prog("routes")], env={"FAKE_CUPTI_DROP_KERNELS": "k_dlsym"})
+    c.expect(time.monotonic() - t0 < 8, f"recording took {time.monotonic() - t0:.1f} s (an operation waited)")
+    c.equal("meta gpu_times_missing", meta.get("gpu_times_missing"), str(ROUTES["k_dlsym"]))
+    c.equal("meta cupti_dropped_records", meta.get("cupti_dropped_records"), str(ROUTES["k_dlsym"]))
+    spans = gpu_spans(s, c, trace, "Kernel")
+    c.equal("kernels without GPU time", sum(1 for _, b in spans if b == 0), ROUTES["k_dlsym"])
+    with open(log) as f:
+        ran = {(int(a), int(b)) for k, a, b in (line.split() for line in f)}
+    timed = [(a, b) for a, b in spans if b]
+    c.expect(set(timed) <= ran and len(timed) == len(spans) - ROUTES["k_dlsym"],
+             f"{len(timed)} timed kernels of {len(spans)}, or spans the fake GPU did not run")
+
+
+@test
 def cupti_auto_mode_uses_libcupti_when_it_loads(s, c):
     """The default --gpu-timing auto uses CUPTI when libcupti loads and accepts a subscriber (here
     the fake one, through CUTRACE_CUPTI), quietly; default_timing_falls_back_to_events_quietly

@@ -1,6 +1,7 @@
 // Fake CUPTI: activity kinds, the client's buffer and timestamp callbacks, the records of the
 // fake driver's GPU operations and the walk over a delivered buffer (fake_cupti.h: the model).
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -124,9 +125,23 @@ Activity& activity() {
   return *a;
 }
 
+// FAKE_CUPTI_DROP_KERNELS=name,name,...: kernels whose records are dropped (counted by
+// cuptiActivityGetNumDroppedRecords), as CUPTI drops records when its buffers run out.
+bool dropKernel(const char* name) {
+  static const std::string list = [] {
+    const char* v = getenv("FAKE_CUPTI_DROP_KERNELS");
+    return v ? "," + std::string(v) + "," : std::string();
+  }();
+  return !list.empty() && name && list.find("," + std::string(name) + ",") != std::string::npos;
+}
+
 void gpuOp(const FakeCudaGpuOp* op) {
   Activity& a = activity();
   std::lock_guard<std::mutex> lock(a.mu);
+  if (op->kind == FAKE_CUDA_OP_KERNEL && (a.concurrentKernel || a.kernel) && dropKernel(op->name)) {
+    ++a.dropped;
+    return;
+  }
   CUpti_ActivityKind kind;
   switch (op->kind) {
     case FAKE_CUDA_OP_KERNEL:

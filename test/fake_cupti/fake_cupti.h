@@ -16,7 +16,8 @@
 //     enabled) / CUpti_ActivityMemcpy6 / CUpti_ActivityMemset4 with the submitting call's
 //     correlation id, written at submission into the buffer being filled (obtained from the
 //     client's buffer-requested callback; a buffer that cannot be had drops the record, counted
-//     by cuptiActivityGetNumDroppedRecords). A record is complete once its op's virtual end is
+//     by cuptiActivityGetNumDroppedRecords; so do the kernels named in FAKE_CUPTI_DROP_KERNELS,
+//     a comma-separated list). A record is complete once its op's virtual end is
 //     <= now; its timestamps are written when its buffer is delivered: the op's virtual span,
 //     or 0 and 0 if the op is not complete then (that record has lost them for good).
 //   - Flushes (cupti_flush.cpp): cuptiActivityFlushAll closes the buffer being filled, then
