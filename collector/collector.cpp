@@ -355,8 +355,9 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   if (int status = g_exit_status.load(); status >= 0 && !(flags & fmt::kEndSignal))
     w_.meta("exit_status", std::to_string(status));
   if (g_timing == GpuTiming::Cupti) {
-    if (uint64_t n = cupti_dropped()) w_.meta("cupti_dropped_records", std::to_string(n));
-    if (uint64_t n = cupti_incomplete()) w_.meta("cupti_incomplete_records", std::to_string(n));
+    CuptiLosses lost = cupti_losses();
+    if (lost.dropped) w_.meta("cupti_dropped_records", std::to_string(lost.dropped));
+    if (lost.incomplete) w_.meta("cupti_incomplete_records", std::to_string(lost.incomplete));
   }
   if (uint64_t n = ops_.missing()) {
     w_.meta("gpu_times_missing", std::to_string(n));
@@ -565,9 +566,6 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
   op.ev_start = r.ev_start, op.ev_end = r.ev_end, op.ctx = r.ctx, op.owner = d.owner;
   op.blocking = (r.flags & kRawBlocking) != 0;
   op.cupti = (r.flags & kRawCupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
-  // A call CUPTI gave no correlation id (no callback for it) will get no activity record either:
-  // written at once without GPU time (counted) rather than waited for.
-  if (op.cupti && r.cupti_corr == 0) op.cupti = false, ops_.count_missing();
   op.timed = (r.ev_end || op.cupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
   op.gctx = op.timed && !op.cupti ? gpu_.context(r.ctx) : nullptr;
   op.cupti_corr = r.cupti_corr;

@@ -47,6 +47,10 @@ struct Span {
 std::mutex g_mu;
 std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
 int64_t g_last_flush = 0;
+
+// A span is final once a flush that began after its work ended has been delivered (graph
+// launches bring several records under one id). Under g_mu.
+bool is_final(const Span& s) { return s.end < g_last_flush; }
 uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
 uint64_t g_n_dropped = 0;             // records CUPTI dropped (written to the trace's meta)
 uint64_t g_n_incomplete = 0;          // records without timestamps (ignored; in the trace's meta)
@@ -238,25 +242,18 @@ void cupti_clear_correlation() { t_cupti_corr = 0; }
 bool cupti_final(uint32_t corr) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = g_spans->find(corr);
-  return it != g_spans->end() && it->second.end < g_last_flush;
+  return it != g_spans->end() && is_final(it->second);
 }
 
-uint64_t cupti_dropped() {
+CuptiLosses cupti_losses() {
   std::lock_guard<std::mutex> l(g_mu);
-  return g_n_dropped;
-}
-
-uint64_t cupti_incomplete() {
-  std::lock_guard<std::mutex> l(g_mu);
-  return g_n_incomplete;
+  return {g_n_dropped, g_n_incomplete};
 }
 
 bool cupti_take(uint32_t corr, int64_t* start, int64_t* end) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = g_spans->find(corr);
-  // Final once a forced flush that began after the work ended has been delivered (graph
-  // launches bring several records under one id).
-  if (it == g_spans->end() || it->second.end >= g_last_flush) return false;
+  if (it == g_spans->end() || !is_final(it->second)) return false;
   *start = it->second.start, *end = it->second.end;
   g_spans->erase(it);
   ++g_n_taken;

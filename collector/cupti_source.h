@@ -24,10 +24,11 @@ void cupti_stop();                       // collector at exit: flush everything
 bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
 // Whether the span of `corr` has arrived and is final (what cupti_take would take), leaving it.
 bool cupti_final(uint32_t corr);
-// Activity records CUPTI reported as dropped (its device buffers full), summed over buffers.
-uint64_t cupti_dropped();
-// Records CUPTI delivered without timestamps (ignored: their operations get none).
-uint64_t cupti_incomplete();
+struct CuptiLosses {
+  uint64_t dropped;     // records CUPTI reported as dropped (its buffers full), over all buffers
+  uint64_t incomplete;  // records it delivered without timestamps (ignored: their ops get none)
+};
+CuptiLosses cupti_losses();
 
 // Hot path (cupti mode): CUPTI's correlation id of this thread's latest traced driver call.
 uint32_t cupti_last_correlation();

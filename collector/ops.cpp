@@ -109,6 +109,9 @@ bool OpResolver::cupti_overtaken(const Stream& s, size_t k) const {
 
 bool OpResolver::resolve(PendingOp& op) {
   if (op.cupti) {
+    // A call CUPTI gave no correlation id (no callback for it) gets no activity record either:
+    // nothing to wait for (written without GPU time, counted by write()).
+    if (op.cupti_corr == 0) return true;
     if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns)) return true;
     return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
   }

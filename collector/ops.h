@@ -65,7 +65,6 @@ class OpResolver {
   size_t pending() const { return pending_; }
   // Operations that expected GPU times and were written without them (CUPTI reported none, or
   // they were abandoned at exit): the trace's gpu_times_missing.
-  void count_missing() { ++missing_; }
   uint64_t missing() const { return missing_; }
   // Called once per finished op: its events go back to the owner's pool (or are destroyed)
   // and the owner loses one reference.
