@@ -332,6 +332,13 @@ def copies_kinds_bytes_and_data(s, c):
     c.equal("api_errors", j["api_errors"], 0)
 
 
+def trace_meta(s, c, trace):
+    """The trace's meta entries, {key: value} (the last one of a key wins)."""
+    p = s.run([s.cutrace, "dump", "--type", "Meta", trace])
+    c.require(p.returncode == 0, f"`cutrace dump --type Meta` exited {p.returncode}: {tail(p.stderr)}")
+    return dict(re.findall(r'Meta +key=#\d+ "([^"]*)" value=#\d+ "([^"]*)"', p.stdout))
+
+
 @test
 def default_timing_falls_back_to_events_quietly(s, c):
     """The default --gpu-timing auto uses CUPTI where it works; where it does not (here: the fake
@@ -340,8 +347,7 @@ def default_timing_falls_back_to_events_quietly(s, c):
     def timing(d):
         f = glob.glob(os.path.join(d, "*.cutrace"))
         c.require(len(f) == 1, f"expected one trace in {d}, found {f}")
-        m = re.findall(r'"gpu_timing" value=#\d+ "(\w+)"', s.run([s.cutrace, "dump", f[0], "--type", "Meta"]).stdout)
-        return m[-1] if m else None
+        return trace_meta(s, c, f[0]).get("gpu_timing")
     d = s.tmpdir("auto")
     p = s.record(c, d, [s.prog("launch_loop"), "200"])
     c.equal("auto mode's gpu_timing meta on the fake driver", timing(d), "end")
@@ -360,13 +366,6 @@ def default_timing_falls_back_to_events_quietly(s, c):
 # must be exactly those.
 
 LOGGED_TYPE = {"kernel": "Kernel", "graph": "Kernel", "memcpy": "Memcpy", "memset": "Memset"}
-
-
-def trace_meta(s, c, trace):
-    """The trace's meta entries, {key: value} (the last one of a key wins)."""
-    p = s.run([s.cutrace, "dump", "--type", "Meta", trace])
-    c.require(p.returncode == 0, f"`cutrace dump --type Meta` exited {p.returncode}: {tail(p.stderr)}")
-    return dict(re.findall(r'Meta +key=#\d+ "([^"]*)" value=#\d+ "([^"]*)"', p.stdout))
 
 
 def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti"), env=None):
@@ -396,26 +395,28 @@ def gpu_spans(s, c, trace, rec_type):
     return spans
 
 
-def check_fake_gpu_spans(s, c, trace, log, what):
+def check_fake_gpu_spans(s, c, trace, log, what, untimed_want=None):
     """Every Kernel/Memcpy/Memset record's GPU span is one the fake GPU ran, exactly, and every
-    operation it ran is in the trace once: the two lists of (type, start, end) are equal. Returns
-    the number of operations per type."""
+    operation it ran is in the trace once: the two lists of (type, start, end) are equal, but for
+    the operations written without GPU time, whose number per type must be untimed_want (default
+    none) and which must be exactly the ones missing from the trace's timed list. Returns the
+    number of operations the fake GPU ran, per type."""
     with open(log) as f:
-        ran = sorted((LOGGED_TYPE[k], int(a), int(b)) for k, a, b in (line.split() for line in f))
-    got, untimed = [], collections.Counter()
+        ran = collections.Counter((LOGGED_TYPE[k], int(a), int(b)) for k, a, b in (line.split() for line in f))
+    got, untimed = collections.Counter(), collections.Counter()
     for t in ("Kernel", "Memcpy", "Memset"):
         for start, end in gpu_spans(s, c, trace, t):
             if end == 0:
                 untimed[t] += 1
             else:
-                got.append((t, start, end))
-    got.sort()
-    c.equal(f"{what}: operations written without GPU time, by type", dict(untimed), {})
-    if got != ran:
-        only_trace, only_fake = sorted(set(got) - set(ran)), sorted(set(ran) - set(got))
-        c.errors.append(f"{what}: GPU spans differ from the fake GPU's ({len(got)} in the trace, {len(ran)} run): "
-                        f"only in the trace {only_trace[:3]}, only on the fake GPU {only_fake[:3]}")
-    return collections.Counter(t for t, _, _ in ran)
+                got[(t, start, end)] += 1
+    c.equal(f"{what}: operations written without GPU time, by type", dict(untimed), untimed_want or {})
+    only_trace, only_fake = got - ran, ran - got
+    if only_trace or collections.Counter(t for t, _, _ in only_fake.elements()) != untimed:
+        c.errors.append(f"{what}: GPU spans differ from the fake GPU's ({sum(got.values())} timed in the trace, "
+                        f"{sum(ran.values())} run): only in the trace {sorted(only_trace)[:3]}, "
+                        f"only on the fake GPU {sorted(only_fake)[:3]}")
+    return collections.Counter(t for t, _, _ in ran.elements())
 
 
 def check_cupti_meta(c, meta, what):
@@ -457,15 +458,10 @@ def cupti_call_without_correlation_id_counted_not_waited_for(s, c):
     t0 = time.monotonic()
     trace, meta, log, _ = record_cupti(s, c, "silent", [s.prog("copies")],
                                        env={"FAKE_CUPTI_SILENT_CALLS": "cuMemsetD8Async,cuMemsetD32Async"})
-    c.expect(time.monotonic() - t0 < 8, f"recording took {time.monotonic() - t0:.1f} s (an operation waited)")
+    took = time.monotonic() - t0
+    c.expect(took < 8, f"recording took {took:.1f} s (an operation waited)")
     c.equal("meta gpu_times_missing", meta.get("gpu_times_missing"), "2")
-    with open(log) as f:
-        ran = sorted((LOGGED_TYPE[k], int(a), int(b)) for k, a, b in (line.split() for line in f))
-    got = sorted((t, a, b) for t in ("Memcpy", "Memset") for a, b in gpu_spans(s, c, trace, t) if b)
-    untimed = sum(1 for a, b in gpu_spans(s, c, trace, "Memset") if b == 0)
-    c.equal("memsets without GPU time", untimed, 2)
-    c.expect(set(got) <= set(ran) and len(got) == len(ran) - 2,
-             f"timed operations {len(got)} of {len(ran)}, or spans that the fake GPU did not run")
+    check_fake_gpu_spans(s, c, trace, log, "copies", untimed_want={"Memset": 2})
 
 
 @test
@@ -476,16 +472,11 @@ def cupti_dropped_record_overtaken_not_waited_for(s, c):
     own count in cupti_dropped_records), not held for 10 s; every other kernel keeps its span."""
     t0 = time.monotonic()
     trace, meta, log, _ = record_cupti(s, c, "dropped", [s.prog("routes")], env={"FAKE_CUPTI_DROP_KERNELS": "k_dlsym"})
-    c.expect(time.monotonic() - t0 < 8, f"recording took {time.monotonic() - t0:.1f} s (an operation waited)")
+    took = time.monotonic() - t0
+    c.expect(took < 8, f"recording took {took:.1f} s (an operation waited)")
     c.equal("meta gpu_times_missing", meta.get("gpu_times_missing"), str(ROUTES["k_dlsym"]))
     c.equal("meta cupti_dropped_records", meta.get("cupti_dropped_records"), str(ROUTES["k_dlsym"]))
-    spans = gpu_spans(s, c, trace, "Kernel")
-    c.equal("kernels without GPU time", sum(1 for _, b in spans if b == 0), ROUTES["k_dlsym"])
-    with open(log) as f:
-        ran = {(int(a), int(b)) for k, a, b in (line.split() for line in f)}
-    timed = [(a, b) for a, b in spans if b]
-    c.expect(set(timed) <= ran and len(timed) == len(spans) - ROUTES["k_dlsym"],
-             f"{len(timed)} timed kernels of {len(spans)}, or spans the fake GPU did not run")
+    check_fake_gpu_spans(s, c, trace, log, "routes", untimed_want={"Kernel": ROUTES["k_dlsym"]})
 
 
 @test
