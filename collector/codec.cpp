@@ -480,6 +480,15 @@ struct Output {
   }
 };
 
+// unpack() into room taken from out; false when there is none left.
+template <class R, class Rd>
+CT_FORCE_INLINE bool unpack_into(Rd& rd, fmt::RecType type, Output& out, void (*code)(Rd&, char*)) {
+  char* dst = out.room(sizeof(R));
+  if (!dst) return false;
+  unpack<R>(rd, type, dst, code);
+  return true;
+}
+
 // One packed record of type `tag` (one switch: its size and its layout). False for a type
 // this reader does not know, or no room left.
 template <class Rd>
@@ -497,26 +506,11 @@ CT_FORCE_INLINE bool unpack_packed(Rd& rd, uint8_t tag, Output& out) {
                     offsetof(fmt::KernelRec, name_id) + kConfigBytes == sizeof(fmt::KernelRec));
       return true;
     }
-    case T::Memcpy:
-      if (!(dst = out.room(sizeof(fmt::MemcpyRec)))) return false;
-      unpack<fmt::MemcpyRec>(rd, T::Memcpy, dst, code_memcpy<Rd>);
-      return true;
-    case T::Memset:
-      if (!(dst = out.room(sizeof(fmt::MemsetRec)))) return false;
-      unpack<fmt::MemsetRec>(rd, T::Memset, dst, code_memset<Rd>);
-      return true;
-    case T::Sync:
-      if (!(dst = out.room(sizeof(fmt::SyncRec)))) return false;
-      unpack<fmt::SyncRec>(rd, T::Sync, dst, code_sync<Rd>);
-      return true;
-    case T::Memory:
-      if (!(dst = out.room(sizeof(fmt::MemoryRec)))) return false;
-      unpack<fmt::MemoryRec>(rd, T::Memory, dst, code_memory<Rd>);
-      return true;
-    case T::Api:
-      if (!(dst = out.room(sizeof(fmt::ApiRec)))) return false;
-      unpack<fmt::ApiRec>(rd, T::Api, dst, code_api<Rd>);
-      return true;
+    case T::Memcpy: return unpack_into<fmt::MemcpyRec>(rd, T::Memcpy, out, code_memcpy<Rd>);
+    case T::Memset: return unpack_into<fmt::MemsetRec>(rd, T::Memset, out, code_memset<Rd>);
+    case T::Sync: return unpack_into<fmt::SyncRec>(rd, T::Sync, out, code_sync<Rd>);
+    case T::Memory: return unpack_into<fmt::MemoryRec>(rd, T::Memory, out, code_memory<Rd>);
+    case T::Api: return unpack_into<fmt::ApiRec>(rd, T::Api, out, code_api<Rd>);
     default:
       return false;  // a packed type this reader does not know (packed_size() lists them)
   }

@@ -103,6 +103,18 @@ void DeviceTimeline::add_slow(int64_t start, int64_t end, int64_t ready, GpuWork
   if (n_ >= capacity_) drain(capacity_ - capacity_ / 4);
 }
 
+// An idle gap [from, to), ended by an interval ready at `ready`: a host wait when that interval
+// was ready only after the gap began, else a kernel wait (Breakdown's host_wait_ns/kernel_wait_ns).
+__attribute__((always_inline)) inline void DeviceTimeline::idle_gap(int64_t from, int64_t to, int64_t ready) {
+  ++out_.gaps;
+  if (ready > from) {
+    out_.host_wait_ns += to - from;
+    ++out_.host_wait_gaps;
+  } else {
+    out_.kernel_wait_ns += to - from;
+  }
+}
+
 __attribute__((always_inline)) inline void DeviceTimeline::sweep(Sweep& s, int64_t start, int64_t end, int64_t ready,
                                                                  GpuWork work) {
   if (s.run == 1 && s.next_end <= start && s.t <= start) {
@@ -113,13 +125,7 @@ __attribute__((always_inline)) inline void DeviceTimeline::sweep(Sweep& s, int64
       s.t = s.next_end;
     }
     if (start > s.t) {  // an idle gap, ended by this interval
-      ++out_.gaps;
-      if (ready > s.t) {
-        out_.host_wait_ns += start - s.t;
-        ++out_.host_wait_gaps;
-      } else {
-        out_.kernel_wait_ns += start - s.t;
-      }
+      idle_gap(s.t, start, ready);
       out_.mask_ns[0] += start - s.t;
       s.t = start;
     }
@@ -190,15 +196,7 @@ __attribute__((always_inline)) inline void DeviceTimeline::advance(Sweep& s, int
     s.mask = mask;
   }
   if (to > s.t) {
-    if (s.mask == 0 && gap_ends) {
-      ++out_.gaps;
-      if (ready > s.t) {
-        out_.host_wait_ns += to - s.t;
-        ++out_.host_wait_gaps;
-      } else {
-        out_.kernel_wait_ns += to - s.t;
-      }
-    }
+    if (s.mask == 0 && gap_ends) idle_gap(s.t, to, ready);
     out_.mask_ns[s.mask] += to - s.t;
     s.t = to;
   }

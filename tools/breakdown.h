@@ -101,6 +101,7 @@ class DeviceTimeline {
   void drain(size_t n);  // sweeps the first n buffered intervals (sorting the buffer if needed)
   void sweep(Sweep& s, int64_t start, int64_t end, int64_t ready, GpuWork work);
   void advance(Sweep& s, int64_t to, int64_t ready, bool gap_ends);
+  void idle_gap(int64_t from, int64_t to, int64_t ready);
 
   size_t capacity_;
   // The reorder buffer: n_ intervals in room_ slots (capacity_ slots once an interval came;
