@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <string>
 
 #include "test/fake_cupti/fake_cupti.h"
 
@@ -32,11 +31,8 @@ Subscriber* fromHandle(CUpti_SubscriberHandle handle) {
 // that get no callback, as a call CUPTI has no callback id for would; their operations still
 // get activity records, under a correlation id the client never saw.
 bool silent(const char* name) {
-  static const std::string list = [] {
-    const char* v = getenv("FAKE_CUPTI_SILENT_CALLS");
-    return v ? "," + std::string(v) + "," : std::string();
-  }();
-  return !list.empty() && name && list.find("," + std::string(name) + ",") != std::string::npos;
+  static const EnvNameList silenced("FAKE_CUPTI_SILENT_CALLS");
+  return silenced.has(name);
 }
 
 void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
@@ -57,6 +53,14 @@ void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
 }
 
 }  // namespace
+
+EnvNameList::EnvNameList(const char* var) {
+  if (const char* v = getenv(var)) list_ = "," + std::string(v) + ",";
+}
+
+bool EnvNameList::has(const char* name) const {
+  return !list_.empty() && name && list_.find("," + std::string(name) + ",") != std::string::npos;
+}
 
 int64_t nowNs() {
   timespec ts;

@@ -1,7 +1,6 @@
 // Fake CUPTI: activity kinds, the client's buffer and timestamp callbacks, the records of the
 // fake driver's GPU operations and the walk over a delivered buffer (fake_cupti.h: the model).
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_set>
@@ -128,11 +127,8 @@ Activity& activity() {
 // FAKE_CUPTI_DROP_KERNELS=name,name,...: kernels whose records are dropped (counted by
 // cuptiActivityGetNumDroppedRecords), as CUPTI drops records when its buffers run out.
 bool dropKernel(const char* name) {
-  static const std::string list = [] {
-    const char* v = getenv("FAKE_CUPTI_DROP_KERNELS");
-    return v ? "," + std::string(v) + "," : std::string();
-  }();
-  return !list.empty() && name && list.find("," + std::string(name) + ",") != std::string::npos;
+  static const EnvNameList dropped("FAKE_CUPTI_DROP_KERNELS");
+  return dropped.has(name);
 }
 
 void gpuOp(const FakeCudaGpuOp* op) {

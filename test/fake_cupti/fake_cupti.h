@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "test/fake_cuda/fake_cuda_cupti.h"
@@ -46,6 +47,17 @@
 namespace fake_cupti {
 
 int64_t nowNs();  // CLOCK_MONOTONIC
+
+// The names in a comma-separated list in environment variable `var` (read once, at construction):
+// the test switches FAKE_CUPTI_SILENT_CALLS and FAKE_CUPTI_DROP_KERNELS.
+class EnvNameList {
+ public:
+  explicit EnvNameList(const char* var);
+  bool has(const char* name) const;
+
+ private:
+  std::string list_;  // ",a,b," (empty: none)
+};
 
 // Installs the hooks into the fake driver (once); false if no fake driver is loaded.
 bool installHooks();
