@@ -112,8 +112,9 @@ $(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
 	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(FAKE_CUPTI_SRC)) -Wl,--version-script=test/fake_cupti/exports.map \
 	  -Wl,-soname,libcupti.so -ldl -lpthread
 
-# The unit tests link the tools library and the shim's call-stack capture (collector/stacks.cpp).
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp) $(TOOLS_A) $(FORMAT_A)
+# The unit tests link the tools library, the shim's call-stack capture (collector/stacks.cpp) and
+# the GPU-timing sample schedule (collector/gpu_sample.cpp).
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 

@@ -18,7 +18,7 @@ steps = truth["steps"]
 path = a.trace
 if path.endswith(".json"):  # another torch.profiler run of the same steps: run-to-run noise
     other = json.load(open(path))
-    got = {n: [v["count"], v["total_ns"]] for n, v in other["kernels"].items()}
+    got = {n: [v["count"], v["total_ns"], v["count"]] for n, v in other["kernels"].items()}
     om = other["memops"]
     mem = {"Memcpy": sum(v for k, v in om.items() if k.startswith("Memcpy")),
            "Memset": sum(v for k, v in om.items() if k.startswith("Memset"))}
@@ -38,13 +38,14 @@ def from_trace():
     if len(syncs) < steps + 1:
         sys.exit(f"only {len(syncs)} context synchronisations in the trace; need {steps + 1}")
     lo, hi = syncs[-steps - 1], float("inf")  # the loss read-back follows the last sync
-    got = collections.defaultdict(lambda: [0, 0])
+    got = collections.defaultdict(lambda: [0, 0, 0])  # count, GPU time of the timed ones, timed
     name_re = re.compile(r'name=#\d+ "(.*)" grid=')
     for l in dump("Kernel"):
         s = spans(l)
         if not lo < s["cpu"][0] <= hi: continue
         k = got[name_re.search(l).group(1)]
-        k[0] += 1; k[1] += s["gpu"][1] - s["gpu"][0]
+        k[0] += 1
+        if s["gpu"][1]: k[1] += s["gpu"][1] - s["gpu"][0]; k[2] += 1
     mem = collections.Counter()
     for kind in ("Memcpy", "Memset"):
         for l in dump(kind):
@@ -65,12 +66,21 @@ for n, g in extra[:10]: print(f"  only cutrace ({g}): {n[:110]}")
 tm = collections.Counter(truth["memops"])
 print(f"memcpy: truth {sum(v for k, v in tm.items() if k.startswith('Memcpy'))}, cutrace {mem['Memcpy']}; "
       f"memset: truth {sum(v for k, v in tm.items() if k.startswith('Memset'))}, cutrace {mem['Memset']}")
+# A sampled trace (--gpu-sample) times some of the launches: a name's GPU time is estimated as its
+# mean over the timed ones x its count (without sampling: the plain total).
+timed, launches = sum(v[2] for v in got.values()), sum(v[0] for v in got.values())
+est = {n: v[1] * v[0] / v[2] for n, v in got.items() if v[2]}
+if timed < launches:
+    print(f"sampled: {timed} of {launches} launches timed ({timed / launches:.1%}); {len(got) - len(est)} names "
+          f"never timed; per-name GPU time = mean of the timed launches x count")
 rows, worst = [], 0.0
 for n, t in tk.items():
     if n not in got or t["count"] == 0 or t["total_ns"] / t["count"] < a.min_mean_us * 1000: continue
-    err = got[n][1] / t["total_ns"] - 1
+    if n not in est:
+        worst = float("inf"); rows.append((worst, -1.0, t["total_ns"] / t["count"] / 1000, n)); continue
+    err = est[n] / t["total_ns"] - 1
     worst = max(worst, abs(err)); rows.append((abs(err), err, t["total_ns"] / t["count"] / 1000, n))
-tt, gt = sum(v["total_ns"] for v in tk.values()), sum(v[1] for v in got.values())
+tt, gt = sum(v["total_ns"] for v in tk.values()), sum(est.values())
 print(f"GPU time: truth {tt / 1e6:.2f} ms, cutrace {gt / 1e6:.2f} ms ({(gt / tt - 1) * 100:+.2f}%)")
 print(f"names with mean >= {a.min_mean_us} us: {len(rows)}; worst per-name time error {worst * 100:.2f}% (tolerance {a.tol * 100:.0f}%)")
 for _, err, mean, n in sorted(rows, reverse=True)[:5]: print(f"  {err * 100:+6.2f}%  mean {mean:8.1f} us  {n[:90]}")

@@ -44,7 +44,13 @@ CUTRACE_ARGS = {  # config -> extra `cutrace record` options
     "cutrace-end": ["--gpu-timing", "end"],
     "cutrace-exact": ["--gpu-timing", "exact"],
     "cutrace-off": ["--capture-range", "manual"],  # never started: the shim's cost outside windows
+    # not in the default set (--configs names them):
+    "cutrace-none": ["--gpu-timing", "none"],  # every call recorded, no GPU times: the shim alone
+    "cutrace-sample20": ["--gpu-sample", "0.2"],  # GPU times in 20% of the time (default mode)
+    "cutrace-sample10": ["--gpu-sample", "0.1"],
+    "cutrace-end-sample20": ["--gpu-timing", "end", "--gpu-sample", "0.2"],
 }
+ALL_CONFIGS = CONFIGS[:5] + [c for c in CUTRACE_ARGS if c not in CONFIGS] + CONFIGS[5:]
 
 
 def run_once(cmd, env):
@@ -191,7 +197,7 @@ def table(a):
         tc = [r for r in wrows if r["config"] == "torch-cuda" and r.get("gpu_records")]
         if tc:
             torch_bpr = statistics.median(r["bytes"] / r["gpu_records"] for r in tc)
-        for cfg in CONFIGS:
+        for cfg in ALL_CONFIGS:
             cr = [r for r in wrows if r["config"] == cfg]
             if not cr:
                 continue

@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 #include "collector/cupti_source.h"
+#include "collector/gpu_sample.h"
 #include "collector/gpu_clock.h"
 #include "collector/names.h"
 #include "collector/ops.h"
@@ -95,6 +97,8 @@ class Collector {
   void control(int64_t now);  // timed windows and `cutrace start|stop PID`
   void refill_pools();
   void periodic(int64_t now);
+  void follow_gpu_sample(int64_t now);
+  void set_gpu_sample(bool on);
   void serve_requests();
   void finish(uint32_t flags, int64_t wait_ns);
   void wait_gpu(int64_t wait_ns);
@@ -130,6 +134,11 @@ class Collector {
   int64_t started_ns_ = 0, window_began_ns_ = 0;
   bool delay_done_ = false;
   std::string control_path_;
+  // CUTRACE_GPU_SAMPLE: the windows GPU times are taken in (absent: always).
+  std::optional<GpuSampleSchedule> gpu_sample_;
+  bool gpu_sample_on_ = true;
+  uint64_t gpu_sample_windows_ = 0;
+  int64_t gpu_sample_switch_ns_ = 0;  // time spent switching (CUPTI on/off), for CUTRACE_VERBOSE
 };
 
 Collector* g_col = nullptr;
@@ -196,6 +205,11 @@ bool Collector::start() {
     path_ = base + "." + std::to_string(i);
   }
   if (cfg.timing == GpuTiming::Cupti && !cupti_start(cfg.timing_auto)) g_timing = GpuTiming::End;
+  if (cfg.gpu_sample < 1 && g_timing != GpuTiming::None) {
+    int64_t now = mono_ns();
+    gpu_sample_.emplace(cfg.gpu_sample, cfg.gpu_sample_period_ns, now, uint64_t(getpid()) ^ uint64_t(now));
+    set_gpu_sample(gpu_sample_->on_at(now));  // before the first operation is recorded
+  }
   if (g_timing == GpuTiming::Cupti && g_capture_on.load(std::memory_order_relaxed)) cupti_window(true);
   const char* timing = g_timing == GpuTiming::Exact   ? "exact"
                        : g_timing == GpuTiming::None  ? "none"
@@ -203,6 +217,12 @@ bool Collector::start() {
                                                       : "end";
   write_process_meta(w_, rank, timing);
   w_.meta("backtrace", g_backtrace == Backtrace::None ? "none" : g_backtrace == Backtrace::All ? "all" : "sync");
+  if (gpu_sample_) {
+    char f[32];
+    snprintf(f, sizeof f, "%g", cfg.gpu_sample);
+    w_.meta("gpu_sample", f);
+    w_.meta("gpu_sample_period_ns", std::to_string(cfg.gpu_sample_period_ns));
+  }
   for (size_t i = 0; i < func_count(); ++i) w_.api_name(uint16_t(i), api_name(uint16_t(i)));
   write_devices(w_);
   fmt::ClockSyncRec cs = clock_sync_now();
@@ -271,12 +291,27 @@ void Collector::run() {
 }
 
 void Collector::cycle(int64_t now) {
+  follow_gpu_sample(now);
   drain();
   size_t pending = ops_.poll();
   if (g_timing == GpuTiming::Cupti) cupti_idle(pending == 0, now);
   refill_pools();
   periodic(now);
   serve_requests();
+}
+
+// ---- GPU-timing sample (CUTRACE_GPU_SAMPLE) ----------------------------------------------
+void Collector::set_gpu_sample(bool on) {
+  int64_t t = mono_ns();
+  if (g_timing == GpuTiming::Cupti) cupti_sample(on);
+  else g_gpu_sample_on.store(on, std::memory_order_relaxed);
+  gpu_sample_switch_ns_ += mono_ns() - t;
+  gpu_sample_on_ = on;
+  if (on) ++gpu_sample_windows_;
+}
+
+void Collector::follow_gpu_sample(int64_t now) {
+  if (gpu_sample_ && gpu_sample_->on_at(now) != gpu_sample_on_) set_gpu_sample(!gpu_sample_on_);
 }
 
 void Collector::periodic(int64_t now) {
@@ -358,6 +393,11 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     CuptiLosses lost = cupti_losses();
     if (lost.dropped) w_.meta("cupti_dropped_records", std::to_string(lost.dropped));
     if (lost.incomplete) w_.meta("cupti_incomplete_records", std::to_string(lost.incomplete));
+  }
+  if (gpu_sample_) {
+    w_.meta("gpu_sample_windows", std::to_string(gpu_sample_windows_));
+    log_info("GPU-timing sample: %llu windows, %.3f ms spent switching", (unsigned long long)gpu_sample_windows_,
+             double(gpu_sample_switch_ns_) / 1e6);
   }
   if (uint64_t n = ops_.missing()) {
     w_.meta("gpu_times_missing", std::to_string(n));
@@ -557,7 +597,8 @@ void fill_common(fmt::OpCommon& c, const RawRecord& r, uint32_t tid, int64_t t0,
   c.api = r.api, c.result = r.result, c.gpu_start = c.gpu_end = 0;
   c.flags = uint16_t((r.result ? fmt::kOpError : 0) | ((r.flags & kRawCaptured) ? fmt::kOpCaptured : 0) |
                      ((r.flags & kRawAsync) ? fmt::kOpAsync : 0) |
-                     ((r.flags & kRawPerThread) ? fmt::kOpPerThreadStream : 0));
+                     ((r.flags & kRawPerThread) ? fmt::kOpPerThreadStream : 0) |
+                     ((r.flags & kRawNotSampled) ? fmt::kOpNotSampled : 0));
 }
 
 void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid) {

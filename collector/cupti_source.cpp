@@ -54,6 +54,7 @@ bool is_final(const Span& s) { return s.end < g_last_flush; }
 uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
 uint64_t g_n_dropped = 0;             // records CUPTI dropped (written to the trace's meta)
 uint64_t g_n_incomplete = 0;          // records without timestamps (ignored; in the trace's meta)
+uint64_t g_n_orphans = 0;             // spans no operation took, forgotten (diagnostics)
 
 constexpr size_t kBufferBytes = 2 << 20;  // CUPTI asks for more when one fills
 
@@ -119,6 +120,7 @@ const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPT
 // collector's deferred switch-off.
 std::mutex g_window_mu;
 bool g_window_open = false, g_collecting = false;
+bool g_sample_open = true;  // the GPU-timing sample's window (always open without sampling)
 int64_t g_window_closed_ns = 0;
 
 bool set_collecting(bool on) {
@@ -198,18 +200,36 @@ bool cupti_start(bool quiet) {
   return true;
 }
 
+// Under g_window_mu: collection on now that both windows are open.
+void collect_now() {
+  if (g_collecting || set_collecting(true)) return;
+  static bool warned = false;
+  if (!warned) log_warn("CUPTI collection could not be turned on for a window: its GPU times are missing");
+  warned = true;
+}
+
 void cupti_window(bool open) {
   if (!g_sub) return;
   std::lock_guard<std::mutex> l(g_window_mu);
   g_window_open = open;
-  if (open && !g_collecting && !set_collecting(true))
-    log_warn("CUPTI collection could not be turned on for this window: its GPU times are missing");
+  if (open && g_sample_open) collect_now();
   if (!open) g_window_closed_ns = mono_ns();
+}
+
+void cupti_sample(bool on) {
+  std::lock_guard<std::mutex> l(g_window_mu);
+  if (!on) g_gpu_sample_on.store(false, std::memory_order_relaxed);  // no new CUPTI ops from here
+  if (g_sub) {
+    g_sample_open = on;
+    if (on && g_window_open) collect_now();
+    if (!on) g_window_closed_ns = mono_ns();
+  }
+  if (on) g_gpu_sample_on.store(true, std::memory_order_relaxed);  // collection is on first
 }
 
 void cupti_idle(bool nothing_pending, int64_t now) {
   std::lock_guard<std::mutex> l(g_window_mu);
-  if (g_sub && g_collecting && !g_window_open &&
+  if (g_sub && g_collecting && !(g_window_open && g_sample_open) &&
       (nothing_pending || now - g_window_closed_ns > 5000000000LL))
     set_collecting(false);
 }
@@ -223,14 +243,23 @@ void cupti_flush(bool forced) {
   g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   std::lock_guard<std::mutex> l(g_mu);
   g_last_flush = before;
+  // Spans no operation will take (work CUPTI timed between a window's end and the switch-off,
+  // which the shim did not ask times for): forgotten once they are well past resolve()'s 10 s.
+  constexpr int64_t kPruneEveryNs = 10000000000, kOrphanAgeNs = 30000000000;
+  static int64_t last_prune = before;
+  if (before - last_prune < kPruneEveryNs) return;
+  last_prune = before;
+  for (auto it = g_spans->begin(); it != g_spans->end();)
+    it = it->second.end < before - kOrphanAgeNs ? (++g_n_orphans, g_spans->erase(it)) : std::next(it);
 }
 
 void cupti_stop() {
   cupti_flush(/*forced=*/true);
   std::lock_guard<std::mutex> l(g_mu);
-  log_info("CUPTI: %llu GPU records, %llu spans used, %zu left, %llu dropped by CUPTI, %llu without "
-           "timestamps, last flush %lld",
+  log_info("CUPTI: %llu GPU records, %llu spans used, %zu left, %llu forgotten, %llu dropped by CUPTI, "
+           "%llu without timestamps, last flush %lld",
            (unsigned long long)g_n_gpu, (unsigned long long)g_n_taken, g_spans->size(),
+           (unsigned long long)g_n_orphans,
            (unsigned long long)g_n_dropped, (unsigned long long)g_n_incomplete, (long long)g_last_flush);
   if (!g_spans->empty())
     log_info("CUPTI: a pending span ends at %lld", (long long)g_spans->begin()->second.end);

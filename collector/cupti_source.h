@@ -17,6 +17,10 @@ bool cupti_start(bool quiet);            // app thread, before the first traced 
 // collector turns collection off later, once the window's work has its CUPTI records
 // (cupti_idle: no operation waits for GPU times, or a few seconds passed).
 void cupti_window(bool open);
+// GPU-timing sample windows (CUTRACE_GPU_SAMPLE), from the collector: like capture windows (CUPTI
+// collects while both are open), and the shim's g_gpu_sample_on is flipped here, in order with
+// the switch-on (on: after it; off: before the deferred switch-off).
+void cupti_sample(bool on);
 void cupti_idle(bool nothing_pending, int64_t now);
 void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything

@@ -152,6 +152,7 @@ enum OpFlags : uint16_t {
   kOpError = 1 << 3,          // the driver returned an error (result != 0)
   kOpAsync = 1 << 4,          // memcpy/memset: *Async API
   kOpPerThreadStream = 1 << 5,
+  kOpNotSampled = 1 << 6,     // no GPU time by design: issued outside the GPU-timing sample (gpu_sample meta)
 };
 
 struct OpCommon {

@@ -46,6 +46,8 @@ void OpResolver::add(PendingOp&& op) {
     s.wait_seq = 0, s.wait_end = 0;
   }
   s.last_seq = op.seq;
+  op.after_not_sampled = s.last_not_sampled;
+  s.last_not_sampled = (op.op().flags & fmt::kOpNotSampled) != 0;
   // Keep each queue in submission order: a record published late goes before later ones.
   auto pos = s.q.end();
   while (pos != s.q.begin() && std::prev(pos)->op().cpu_end > op.op().cpu_end) --pos;
@@ -137,6 +139,15 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
   uint16_t flags = 0;
   int64_t start = op.start_ns;
   if (op.cupti) return write(s, op, op.start_ns, op.end_ns, 0);  // measured by CUPTI
+  if (!op.ev_start && op.after_not_sampled) {
+    // The first timed op of a sample window: the previous op's end is unknown, and its own start
+    // with it. Written without GPU time, as if outside the window; its end still bounds the next.
+    op.timed = false;
+    int64_t end = op.end_ns;
+    write(s, op, 0, 0, fmt::kOpNoGpuTime | fmt::kOpNotSampled);
+    s.last_end = std::max(s.last_end, end);
+    return;
+  }
   if (!op.ev_start) {
     // Work starts after its submission: the call's return for async work, unless the work
     // was already done by then (a long call), and the call's entry for blocking work.

@@ -37,6 +37,9 @@ struct PendingOp {
   int64_t dep_end = 0;       // its end, when already known
   bool blocking = false;     // the host call returned after the work (sync memcpy)
   bool timed = false;        // GPU times are expected (events recorded, or CUPTI)
+  // The op submitted before it on its stream was outside the GPU-timing sample: its end is
+  // unknown, so this op's start cannot be inferred (default timing mode).
+  bool after_not_sampled = false;
   bool cupti = false;        // ... from CUPTI, by CUPTI's correlation id
   uint32_t cupti_corr = 0;
   int64_t end_ns = 0;        // resolved by poll()
@@ -80,6 +83,7 @@ class OpResolver {
     uint64_t last_seq = 0;  // newest op added
     uint64_t wait_seq = 0;  // pending cross-stream dependency for the next op
     int64_t wait_end = 0;
+    bool last_not_sampled = false;  // the newest op added was outside the GPU-timing sample
   };
   struct Key {
     uint64_t handle, ctx, tid;

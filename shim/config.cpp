@@ -1,4 +1,5 @@
 #include "shim/config.h"
+#include "collector/gpu_sample.h"
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@ namespace cutrace {
 
 std::atomic<bool> g_capture_on{false};
 std::atomic<int> g_active_captures{0};
+std::atomic<bool> g_gpu_sample_on{true};
 
 static Config* g_config = new Config();  // never destroyed: used until the last atexit handler
 
@@ -17,6 +19,12 @@ const Config& config() { return *g_config; }
 static const char* env(const char* name) {
   const char* v = getenv(name);
   return (v && *v) ? v : nullptr;
+}
+
+static void parse_gpu_sample(Config& c, const char* v) {
+  if (!parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
+    log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
+             "10 <= PERIOD_MS <= 3600000); taking every GPU time", v);
 }
 
 void load_config() {
@@ -61,6 +69,7 @@ void load_config() {
   }
   if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v);
   if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
+  if (const char* v = env("CUTRACE_GPU_SAMPLE")) parse_gpu_sample(c, v);
   g_capture_on.store(c.enabled && !c.deferred(), std::memory_order_relaxed);
 }
 

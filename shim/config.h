@@ -39,6 +39,11 @@ struct Config {
   long steps_last = -1;        // -1: every matching range
   double delay_s = 0;          // CUTRACE_DELAY: capture starts this long after the first CUDA use
   double duration_s = 0;       // CUTRACE_DURATION: and lasts this long (0 = to the end)
+  // CUTRACE_GPU_SAMPLE=FRACTION[/PERIOD_MS]: take GPU times only during FRACTION of the time, one
+  // window of FRACTION x PERIOD at a random place in each PERIOD (default 1000 ms); every call is
+  // still recorded. 1 (default): GPU times all the time.
+  double gpu_sample = 1;
+  int64_t gpu_sample_period_ns = 1000000000;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
 };
@@ -49,6 +54,11 @@ void load_config();
 // The one check every wrapper makes first: capture on or off.
 extern std::atomic<bool> g_capture_on;
 inline bool capture_on() { return __builtin_expect(g_capture_on.load(std::memory_order_relaxed), 1); }
+
+// GPU-timing sample (CUTRACE_GPU_SAMPLE): false while the collector's schedule is between
+// windows; always true without sampling. Read (relaxed) by each GPU operation's wrapper.
+extern std::atomic<bool> g_gpu_sample_on;
+inline bool gpu_sample_on() { return __builtin_expect(g_gpu_sample_on.load(std::memory_order_relaxed), 1); }
 
 // Number of stream captures in progress in the process (graph capture): when non-zero, wrappers
 // ask the driver whether their stream is capturing before recording events.

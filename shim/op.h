@@ -53,6 +53,10 @@ class Op {
       rec_->flags |= kRawCaptured;
       return;
     }
+    if (!gpu_sample_on()) {
+      rec_->flags |= kRawNotSampled;
+      return;
+    }
     if (g_timing == GpuTiming::Cupti) {
       rec_->flags |= kRawCupti;
       cupti_ = true;

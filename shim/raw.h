@@ -32,6 +32,7 @@ enum RawFlags : uint16_t {
   kRawCupti = 1 << 4,      // GPU times come from CUPTI, joined on the correlation id
   kRawNameSlot = 1 << 5,   // the name was copied into the thread's name ring (next slot)
   kRawStackSlot = 1 << 6,  // the call stack is in the thread's stack ring (next slot)
+  kRawNotSampled = 1 << 7, // GPU work issued between GPU-timing sample windows: not timed
 };
 
 struct alignas(64) RawRecord {

@@ -60,7 +60,8 @@ std::string op_flags(uint16_t flags) {
   static const std::pair<uint32_t, const char*> names[] = {
       {tf::kOpInferredStart, "inferred_start"}, {tf::kOpNoGpuTime, "no_gpu_time"},
       {tf::kOpCaptured, "captured"},            {tf::kOpError, "error"},
-      {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"}};
+      {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"},
+      {tf::kOpNotSampled, "not_sampled"}};
   return flag_names(flags, names, std::size(names));
 }
 

@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "collector/gpu_sample.h"
 #include "tools/commands.h"
 
 namespace {
@@ -22,6 +23,7 @@ namespace {
 struct RecordOptions {
   std::string out = "cutrace-trace";
   std::string gpu_timing = "auto";
+  std::string gpu_sample;
   std::string backtrace = "sync";
   int sample_hz = 10;
   bool verbose = false;
@@ -93,6 +95,13 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: --gpu-timing must be auto, cupti, end, exact or none\n");
     return 2;
   }
+  double fraction = 1;
+  int64_t period_ns = 0;
+  if (!o.gpu_sample.empty() && !cutrace::parse_gpu_sample(o.gpu_sample.c_str(), &fraction, &period_ns)) {
+    fprintf(stderr, "cutrace record: --gpu-sample must be FRACTION[/PERIOD_MS] with 0 < FRACTION <= 1 and "
+                    "10 <= PERIOD_MS <= 3600000, e.g. 0.2 or 0.2/500\n");
+    return 2;
+  }
   if (o.backtrace != "none" && o.backtrace != "sync" && o.backtrace != "all") {
     fprintf(stderr, "cutrace record: --backtrace must be none, sync or all\n");
     return 2;
@@ -115,6 +124,7 @@ int run_record(const RecordOptions& o) {
   setenv("CUTRACE_OUTPUT", out.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", shim.c_str(), 1);  // NVTX ranges reach the shim's bridge
   setenv("CUTRACE_GPU_TIMING", o.gpu_timing.c_str(), 1);
+  if (!o.gpu_sample.empty()) setenv("CUTRACE_GPU_SAMPLE", o.gpu_sample.c_str(), 1);
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
   setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
@@ -165,6 +175,10 @@ void add_record_command(CLI::App& app) {
                   "auto (default): cupti where libcupti loads, else end; cupti: CUPTI activity records; "
                   "end: one completion event per GPU op, start inferred; exact: start and end events; "
                   "none: CPU side only");
+  sub->add_option("--gpu-sample", opts->gpu_sample,
+                  "FRACTION[/PERIOD_MS]: take GPU times only in one window of FRACTION x PERIOD (default "
+                  "1000 ms) at a random place in each PERIOD, to cut the timing cost on launch-bound jobs; "
+                  "every call is still recorded, untimed ones are flagged not_sampled");
   sub->add_option("--backtrace", opts->backtrace,
                   "Native call stacks: sync: of synchronisations and blocking copies (default); all: also of "
                   "every launch and async copy; none");

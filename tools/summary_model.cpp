@@ -404,6 +404,7 @@ struct SummaryModel::FileTotals {
   uint16_t last_device = 0;
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
+  uint64_t not_sampled = 0;  // untimed GPU operations flagged not_sampled
   uint16_t cpu_cores = 0;
   static constexpr uint32_t kMaxDenseNameId = 1u << 20;
   std::unordered_map<uint32_t, int32_t> kslot_far;
@@ -615,7 +616,10 @@ bool SummaryModel::add(TraceReader& r) {
         FileTotals::KSlot& s = t.kslot(k.name_id);
         int64_t gs = op.gpu_start, ge = op.gpu_end;
         s.time.add(gs, ge);
-        if (!timed(gs, ge)) break;
+        if (!timed(gs, ge)) {
+          t.not_sampled += (op.flags & fmt::kOpNotSampled) != 0;
+          break;
+        }
         int64_t d = sat_sub(ge, gs);
         if (d < opt_.short_kernel_ns) {
           ++short_count_;
@@ -659,7 +663,10 @@ bool SummaryModel::add(TraceReader& r) {
         int64_t gs = op.gpu_start, ge = op.gpu_end;
         c->time.add(gs, ge);
         c->bytes += bytes;
-        if (!timed(gs, ge)) break;
+        if (!timed(gs, ge)) {
+          t.not_sampled += (op.flags & fmt::kOpNotSampled) != 0;
+          break;
+        }
         c->timed_bytes += bytes;
         t.gpu_op(op, t.last_end(op.stream), is_set ? GpuWork::Memset : GpuWork::Memcpy,
                  (op.flags & fmt::kOpAsync) ? op.cpu_end : op.cpu_begin);
@@ -828,6 +835,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   f.cpu_samples = t.cpu_samples;
   f.cpu_cores = t.cpu_cores;
   f.cpu_total_util_sum = t.cpu_total;
+  f.not_sampled = t.not_sampled;
   f.cpu_process_util_sum = t.cpu_process;
 }
 
@@ -849,6 +857,9 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);
   f.read_error = !read_ok;
   f.exit_status = meta_int(r, "exit_status", -1);
+  f.gpu_timing = r.meta("gpu_timing");
+  if (std::string s(r.meta("gpu_sample")); !s.empty()) f.gpu_sample = std::strtod(s.c_str(), nullptr);
+  f.gpu_sample_period_ns = meta_int(r, "gpu_sample_period_ns", 0);
   return f;
 }
 
@@ -1149,6 +1160,9 @@ Json SummaryModel::to_json() const {
          {"file", f.file},
          {"complete", f.status.complete},
          {"exit_status", opt_int(f.exit_status >= 0, f.exit_status)},
+         {"gpu_timing", f.gpu_timing},
+         {"gpu_sample", f.gpu_sample},
+         {"not_sampled", f.not_sampled},
          {"dropped", f.dropped},
          {"bad_blocks", f.status.bad_blocks},
          {"kernels", f.kernels},

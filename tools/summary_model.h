@@ -319,6 +319,10 @@ struct FileSummary {  // one trace file: one process, usually one rank
   uint64_t dropped = 0;  // max(End.dropped, sum of Dropped records)
   int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
   bool read_error = false;
+  std::string gpu_timing;        // meta gpu_timing: cupti, end, exact, none
+  double gpu_sample = 1;         // meta gpu_sample: fraction of the time GPU times were taken in
+  int64_t gpu_sample_period_ns = 0;
+  uint64_t not_sampled = 0;      // GPU operations flagged not_sampled (no GPU time by design)
 
   // This file's own figures, for the per-rank comparison.
   uint64_t kernels = 0;          // launches (captured ones excluded)

@@ -8,6 +8,7 @@ asserts exact values of `cutrace summary --json`. One line per test: `PASS name`
     python3 test/e2e/check.py --build build [NAME ...]    (run.sh sets LD_LIBRARY_PATH)
 """
 import argparse
+import bisect
 import collections
 import glob
 import json
@@ -378,21 +379,26 @@ def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti"), env=None):
     return trace, trace_meta(s, c, trace), log, p.stderr
 
 
-def gpu_spans(s, c, trace, rec_type):
-    """(gpu_start, gpu_end) of each rec_type record, read line by line from `cutrace dump`: this
-    process stays small (stress_memory_bounded_any_run_length measures a child's peak RSS, which
-    starts from this process's when it forks)."""
+def dump_ops(s, c, trace, rec_type):
+    """(cpu_begin, gpu_start, gpu_end, flags) of each rec_type record (Kernel, Memcpy, Memset),
+    read line by line from `cutrace dump`: this process stays small (stress_memory_bounded_any_run_length
+    measures a child's peak RSS, which starts from this process's when it forks)."""
     env = preload_env(dict(s.env))
-    pat = re.compile(r" gpu=\[(-?\d+)\.\.(-?\d+)\]")
-    spans = []
+    pat = re.compile(r" cpu=\[(-?\d+)\.\.-?\d+\].*? gpu=\[(-?\d+)\.\.(-?\d+)\].*? flags=(\S+)")
+    ops = []
     with subprocess.Popen([s.cutrace, "dump", "--type", rec_type, trace], env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace") as p:
         for line in p.stdout:
             m = pat.search(line) if f" {rec_type} " in line else None
             if m:
-                spans.append((int(m.group(1)), int(m.group(2))))
+                ops.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)))
     c.require(p.returncode == 0, f"`cutrace dump --type {rec_type}` exited {p.returncode}")
-    return spans
+    return ops
+
+
+def gpu_spans(s, c, trace, rec_type):
+    """(gpu_start, gpu_end) of each rec_type record."""
+    return [(start, end) for _, start, end, _ in dump_ops(s, c, trace, rec_type)]
 
 
 def check_fake_gpu_spans(s, c, trace, log, what, untimed_want=None):
@@ -478,6 +484,111 @@ def cupti_dropped_record_overtaken_not_waited_for(s, c):
     c.equal("meta cupti_dropped_records", meta.get("cupti_dropped_records"), str(ROUTES["k_dlsym"]))
     check_fake_gpu_spans(s, c, trace, log, "routes", untimed_want={"Kernel": ROUTES["k_dlsym"]})
 
+
+
+# ---- GPU-timing sample (--gpu-sample) -------------------------------------------------------
+# paced_launches: one 250 us kernel every 200 us on one stream for 1.2 s (the GPU falls ever
+# further behind, as on a real job that keeps work queued), a memset after every 10th kernel.
+SAMPLE_FRACTION, SAMPLE_PERIOD_MS = 0.25, 40
+
+
+def gpu_sample_case(s, c, mode):
+    """Records paced_launches with --gpu-timing MODE --gpu-sample 0.25/40: every operation is in the
+    trace; those outside the sample windows have no GPU time and are flagged not_sampled (never
+    counted as missing); the timed ones come in runs no longer than a window, about 25% of all, and
+    carry the fake GPU's exact spans (end mode: the exact end, and the exact start wherever the
+    stream was backed up, including the first timed operation of each window)."""
+    d = s.tmpdir("sample-" + mode)
+    log = os.path.join(d, "ops.log")
+    env = {"FAKE_CUDA_OP_LOG": log}
+    if mode == "cupti":
+        env["CUTRACE_CUPTI"] = s.fake_cupti
+    p = s.record(c, d, [s.prog("paced_launches"), "1200", "250000", "200"],
+                 ["--gpu-timing", mode, "--gpu-sample", f"{SAMPLE_FRACTION}/{SAMPLE_PERIOD_MS}"], env)
+    m = re.match(r"paced_launches: (\d+) kernels (\d+) memsets", p.stdout)
+    c.require(m, f"paced_launches printed {p.stdout!r}")
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    trace = os.path.join(d, traces(d)[0])
+    meta = trace_meta(s, c, trace)
+    c.equal(f"{mode}: meta gpu_timing", meta.get("gpu_timing"), mode)
+    c.equal(f"{mode}: meta gpu_sample", meta.get("gpu_sample"), str(SAMPLE_FRACTION))
+    c.equal(f"{mode}: meta gpu_sample_period_ns", meta.get("gpu_sample_period_ns"), str(SAMPLE_PERIOD_MS * 1000000))
+    for key in ("gpu_times_missing", "cupti_incomplete_records", "cupti_dropped_records"):
+        c.equal(f"{mode}: meta {key}", meta.get(key), None)
+    windows = int(meta.get("gpu_sample_windows", "0"))
+    c.expect(1200 / SAMPLE_PERIOD_MS - 3 <= windows <= 2500 / SAMPLE_PERIOD_MS,
+             f"{mode}: {windows} sample windows in a 1.2 s run (+ exit) of {SAMPLE_PERIOD_MS} ms periods")
+
+    ops = {t: dump_ops(s, c, trace, t) for t in ("Kernel", "Memset")}
+    c.equal(f"{mode}: kernels, memsets in the trace", (len(ops["Kernel"]), len(ops["Memset"])),
+            (int(m.group(1)), int(m.group(2))))
+    timeline = sorted(o for t in ops for o in ops[t])
+    untimed = [o for o in timeline if o[2] == 0]
+    wrong = [o for o in untimed if "not_sampled" not in o[3].split("|")]
+    c.equal(f"{mode}: untimed operations not flagged not_sampled", len(wrong), 0)
+    share = 1 - len(untimed) / len(timeline)
+    c.timing(0.12 <= share <= 0.40, f"{mode}: {share:.1%} of the operations timed, sample {SAMPLE_FRACTION:.0%}")
+    runs, run = [], []  # runs of consecutive timed operations (CPU order)
+    for o in timeline + [(0, 0, 0, "")]:
+        if o[2]:
+            run.append(o)
+        elif run:
+            runs.append(run[-1][0] - run[0][0])
+            run = []
+    c.expect(len(runs) <= windows, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
+    c.timing(len(runs) >= windows * 0.6, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
+    window_ns = SAMPLE_FRACTION * SAMPLE_PERIOD_MS * 1e6
+    c.timing(max(runs) <= window_ns + 5e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
+             f"windows {window_ns / 1e6:.0f} ms")
+
+    untimed_by_type = {t: sum(1 for o in ops[t] if o[2] == 0) for t in ops}
+    if mode == "cupti":
+        check_fake_gpu_spans(s, c, trace, log, mode, untimed_want={t: n for t, n in untimed_by_type.items() if n})
+        return
+    # end mode: ends as the fake GPU gave them (to within 1 us: events go through the GPU clock's
+    # anchors), and the inferred start too wherever the fake GPU started the operation at the end of
+    # the previous one (backed up), which the first timed operation of a window is too.
+    with open(log) as f:
+        ran = sorted((int(a), int(b)) for _, a, b in (line.split() for line in f))
+    ends = [b for _, b in ran]
+
+    def fake(end):  # index of the fake GPU's operation ending nearest `end`, if within 1 us
+        i = bisect.bisect_left(ends, end)
+        near = min((j for j in (i - 1, i) if 0 <= j < len(ends)), key=lambda j: abs(ends[j] - end))
+        return near if abs(ends[near] - end) <= 1000 else None
+
+    timed = [o for o in timeline if o[2]]
+    found = [(o, fake(o[2])) for o in timed]
+    c.equal(f"{mode}: timed operations whose end is not one the fake GPU gave", sum(i is None for _, i in found), 0)
+    backed = [(o, i) for o, i in found if i and ran[i][0] == ran[i - 1][1]]
+    c.expect(len(backed) >= 0.8 * len(timed), f"{mode}: {len(backed)} of {len(timed)} timed operations backed up")
+    bad_start = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 1000]
+    c.equal(f"{mode}: backed-up timed operations whose inferred start is not the fake GPU's", bad_start[:3], [])
+
+
+@test
+def gpu_sample_end_mode_times_windows_only_exactly(s, c):
+    gpu_sample_case(s, c, "end")
+
+
+@test
+def gpu_sample_cupti_mode_times_windows_only_exactly(s, c):
+    gpu_sample_case(s, c, "cupti")
+
+
+@test
+def gpu_sample_bad_value_refused_or_ignored(s, c):
+    """`cutrace record --gpu-sample 0` is refused (exit 2, says why); a malformed CUTRACE_GPU_SAMPLE
+    under LD_PRELOAD gets one warning and every GPU time is taken."""
+    d = s.tmpdir("sample-bad")
+    p = s.run([s.cutrace, "record", "-o", d, "--gpu-sample", "0", "--", s.prog("launch_loop"), "20"])
+    c.equal("--gpu-sample 0: exit status", p.returncode, 2)
+    c.expect("--gpu-sample must be" in p.stderr, f"--gpu-sample 0: stderr {tail(p.stderr)}")
+    p = s.record(c, d, [s.prog("launch_loop"), "20"], (), {"CUTRACE_GPU_SAMPLE": "half"})
+    c.expect("CUTRACE_GPU_SAMPLE=half not understood" in p.stderr, f"stderr {tail(p.stderr)}")
+    trace = os.path.join(d, traces(d)[0])
+    c.equal("meta gpu_sample", trace_meta(s, c, trace).get("gpu_sample"), None)
+    c.equal("untimed kernels", sum(1 for o in dump_ops(s, c, trace, "Kernel") if o[2] == 0), 0)
 
 @test
 def cupti_auto_mode_uses_libcupti_when_it_loads(s, c):
