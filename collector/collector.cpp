@@ -138,7 +138,7 @@ class Collector {
   std::optional<GpuSampleSchedule> gpu_sample_;
   bool gpu_sample_on_ = true;
   uint64_t gpu_sample_windows_ = 0;
-  int64_t gpu_sample_switch_ns_ = 0;  // time spent switching (CUPTI on/off), for CUTRACE_VERBOSE
+  int64_t last_tail_flush_ = 0;
 };
 
 Collector* g_col = nullptr;
@@ -293,8 +293,14 @@ void Collector::run() {
 void Collector::cycle(int64_t now) {
   follow_gpu_sample(now);
   drain();
-  size_t pending = ops_.poll();
-  if (g_timing == GpuTiming::Cupti) cupti_idle(pending == 0, now);
+  ops_.poll();
+  if (g_timing == GpuTiming::Cupti && cupti_closing()) {
+    // A window closed: collection goes off once its work has its records. Flushed every 5 ms
+    // meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon after the window.
+    bool settled = ops_.cupti_settled();
+    if (!settled && now - last_tail_flush_ >= 5000000) cupti_flush(), last_tail_flush_ = now;
+    cupti_idle(settled, now);
+  }
   refill_pools();
   periodic(now);
   serve_requests();
@@ -302,10 +308,8 @@ void Collector::cycle(int64_t now) {
 
 // ---- GPU-timing sample (CUTRACE_GPU_SAMPLE) ----------------------------------------------
 void Collector::set_gpu_sample(bool on) {
-  int64_t t = mono_ns();
   if (g_timing == GpuTiming::Cupti) cupti_sample(on);
   else g_gpu_sample_on.store(on, std::memory_order_relaxed);
-  gpu_sample_switch_ns_ += mono_ns() - t;
   gpu_sample_on_ = on;
   if (on) ++gpu_sample_windows_;
 }
@@ -396,8 +400,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   }
   if (gpu_sample_) {
     w_.meta("gpu_sample_windows", std::to_string(gpu_sample_windows_));
-    log_info("GPU-timing sample: %llu windows, %.3f ms spent switching", (unsigned long long)gpu_sample_windows_,
-             double(gpu_sample_switch_ns_) / 1e6);
+    log_info("GPU-timing sample: %llu windows", (unsigned long long)gpu_sample_windows_);
   }
   if (uint64_t n = ops_.missing()) {
     w_.meta("gpu_times_missing", std::to_string(n));

@@ -123,12 +123,17 @@ bool g_window_open = false, g_collecting = false;
 bool g_sample_open = true;  // the GPU-timing sample's window (always open without sampling)
 int64_t g_window_closed_ns = 0;
 
+uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRACE_VERBOSE)
+int64_t g_switch_ns = 0;   // time spent switching
+
 bool set_collecting(bool on) {
+  int64_t t0 = mono_ns();
   bool ok = true;
   for (CUpti_ActivityKind k : kKinds) ok = (on ? g_api.enable(k) : g_api.disable(k)) == CUPTI_SUCCESS && ok;
   for (CUpti_CallbackId cbid : kDriverCbids)
     ok = g_api.enable_callback(on ? 1 : 0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
   g_collecting = on && ok;
+  ++g_switches, g_switch_ns += mono_ns() - t0;
   return ok;
 }
 
@@ -227,10 +232,17 @@ void cupti_sample(bool on) {
   if (on) g_gpu_sample_on.store(true, std::memory_order_relaxed);  // collection is on first
 }
 
-void cupti_idle(bool nothing_pending, int64_t now) {
+bool cupti_closing() {
+  std::lock_guard<std::mutex> l(g_window_mu);
+  return g_sub && g_collecting && !(g_window_open && g_sample_open);
+}
+
+void cupti_idle(bool settled, int64_t now) {
+  // 2 ms: an operation whose thread read the sample flag just before it flipped is published
+  // (and drained, and counted by `settled`) within a collector cycle or two.
   std::lock_guard<std::mutex> l(g_window_mu);
   if (g_sub && g_collecting && !(g_window_open && g_sample_open) &&
-      (nothing_pending || now - g_window_closed_ns > 5000000000LL))
+      ((settled && now - g_window_closed_ns > 2000000) || now - g_window_closed_ns > 5000000000LL))
     set_collecting(false);
 }
 
@@ -263,6 +275,8 @@ void cupti_stop() {
            (unsigned long long)g_n_dropped, (unsigned long long)g_n_incomplete, (long long)g_last_flush);
   if (!g_spans->empty())
     log_info("CUPTI: a pending span ends at %lld", (long long)g_spans->begin()->second.end);
+  log_info("CUPTI: collection switched on or off %llu times, %.3f ms spent switching",
+           (unsigned long long)g_switches, double(g_switch_ns) / 1e6);
 }
 
 uint32_t cupti_last_correlation() { return t_cupti_corr; }

@@ -11,13 +11,13 @@
 namespace cutrace {
 
 // CUTRACE_GPU_SAMPLE / `cutrace record --gpu-sample`: FRACTION[/PERIOD_MS], 0 < FRACTION <= 1 (or
-// a percentage, "20%"), 10 <= PERIOD_MS <= 3600000 (default 1000). False if malformed.
+// a percentage, "20%"), 10 <= PERIOD_MS <= 3600000 (default 200). False if malformed.
 inline bool parse_gpu_sample(const char* v, double* fraction, int64_t* period_ns) {
   char* end = nullptr;
   double f = strtod(v, &end);
   if (end == v) return false;
   if (*end == '%') f /= 100, ++end;
-  long period_ms = 1000;
+  long period_ms = 200;
   if (*end == '/') {
     char* e2 = nullptr;
     period_ms = strtol(end + 1, &e2, 10);

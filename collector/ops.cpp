@@ -48,6 +48,7 @@ void OpResolver::add(PendingOp&& op) {
   s.last_seq = op.seq;
   op.after_not_sampled = s.last_not_sampled;
   s.last_not_sampled = (op.op().flags & fmt::kOpNotSampled) != 0;
+  if (op.cupti && op.cupti_corr) s.last_cupti_corr = op.cupti_corr;
   // Keep each queue in submission order: a record published late goes before later ones.
   auto pos = s.q.end();
   while (pos != s.q.begin() && std::prev(pos)->op().cpu_end > op.op().cpu_end) --pos;
@@ -72,6 +73,14 @@ void OpResolver::stream_waits(uint32_t stream_id, CUevent app_event) {
   Stream& s = *streams_[stream_id - 1];
   if (it->second.seq) s.wait_seq = std::max(s.wait_seq, it->second.seq);
   else s.wait_end = std::max(s.wait_end, it->second.end);
+}
+
+bool OpResolver::cupti_settled() {
+  for (Stream* s : streams_) {
+    if (s->last_cupti_corr && !cupti_final(s->last_cupti_corr)) return false;
+    s->last_cupti_corr = 0;
+  }
+  return true;
 }
 
 size_t OpResolver::poll(bool all) {
@@ -162,6 +171,7 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
 void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags) {
   fmt::OpCommon& c = op.op();
   if (op.timed && !end) ++missing_;
+  if (op.cupti && op.cupti_corr == s.last_cupti_corr) s.last_cupti_corr = 0;  // its span is taken
   c.gpu_start = start;
   c.gpu_end = end;
   c.flags |= flags;

@@ -66,6 +66,9 @@ class OpResolver {
   // Writes what is left without GPU times (shutdown after the wait, or a context going away).
   void abandon(CUcontext ctx_or_null);
   size_t pending() const { return pending_; }
+  // Every stream's newest CUPTI operation has its final span (or was written): the CUPTI
+  // records of all the work asked for have arrived (a stream runs its work in order).
+  bool cupti_settled();
   // Operations that expected GPU times and were written without them (CUPTI reported none, or
   // they were abandoned at exit): the trace's gpu_times_missing.
   uint64_t missing() const { return missing_; }
@@ -84,6 +87,7 @@ class OpResolver {
     uint64_t wait_seq = 0;  // pending cross-stream dependency for the next op
     int64_t wait_end = 0;
     bool last_not_sampled = false;  // the newest op added was outside the GPU-timing sample
+    uint32_t last_cupti_corr = 0;   // CUPTI correlation id of the newest CUPTI op, until settled
   };
   struct Key {
     uint64_t handle, ctx, tid;

@@ -40,10 +40,10 @@ struct Config {
   double delay_s = 0;          // CUTRACE_DELAY: capture starts this long after the first CUDA use
   double duration_s = 0;       // CUTRACE_DURATION: and lasts this long (0 = to the end)
   // CUTRACE_GPU_SAMPLE=FRACTION[/PERIOD_MS]: take GPU times only during FRACTION of the time, one
-  // window of FRACTION x PERIOD at a random place in each PERIOD (default 1000 ms); every call is
+  // window of FRACTION x PERIOD at a random place in each PERIOD (default 200 ms); every call is
   // still recorded. 1 (default): GPU times all the time.
   double gpu_sample = 1;
-  int64_t gpu_sample_period_ns = 1000000000;
+  int64_t gpu_sample_period_ns = 200000000;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
 };

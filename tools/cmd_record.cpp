@@ -177,7 +177,7 @@ void add_record_command(CLI::App& app) {
                   "none: CPU side only");
   sub->add_option("--gpu-sample", opts->gpu_sample,
                   "FRACTION[/PERIOD_MS]: take GPU times only in one window of FRACTION x PERIOD (default "
-                  "1000 ms) at a random place in each PERIOD, to cut the timing cost on launch-bound jobs; "
+                  "200 ms) at a random place in each PERIOD, to cut the timing cost on launch-bound jobs; "
                   "every call is still recorded, untimed ones are flagged not_sampled");
   sub->add_option("--backtrace", opts->backtrace,
                   "Native call stacks: sync: of synchronisations and blocking copies (default); all: also of "

@@ -487,8 +487,7 @@ def cupti_dropped_record_overtaken_not_waited_for(s, c):
 
 
 # ---- GPU-timing sample (--gpu-sample) -------------------------------------------------------
-# paced_launches: one 250 us kernel every 200 us on one stream for 1.2 s (the GPU falls ever
-# further behind, as on a real job that keeps work queued), a memset after every 10th kernel.
+# paced_launches: one kernel every 200 us on one stream for 1.2 s, a memset after every 10th.
 SAMPLE_FRACTION, SAMPLE_PERIOD_MS = 0.25, 40
 
 
@@ -503,7 +502,12 @@ def gpu_sample_case(s, c, mode):
     env = {"FAKE_CUDA_OP_LOG": log}
     if mode == "cupti":
         env["CUTRACE_CUPTI"] = s.fake_cupti
-    p = s.record(c, d, [s.prog("paced_launches"), "1200", "250000", "200"],
+        env["CUTRACE_VERBOSE"] = "1"  # the CUPTI counts below
+    # end mode: the GPU backed up (250 us kernels every 200 us), where an inferred start depends on
+    # the previous operation's end; CUPTI: the GPU keeps up (50 us kernels), as on a launch-bound
+    # job, so that collection can stop soon after each window.
+    kernel_ns = "250000" if mode == "end" else "50000"
+    p = s.record(c, d, [s.prog("paced_launches"), "1200", kernel_ns, "200"],
                  ["--gpu-timing", mode, "--gpu-sample", f"{SAMPLE_FRACTION}/{SAMPLE_PERIOD_MS}"], env)
     m = re.match(r"paced_launches: (\d+) kernels (\d+) memsets", p.stdout)
     c.require(m, f"paced_launches printed {p.stdout!r}")
@@ -538,31 +542,38 @@ def gpu_sample_case(s, c, mode):
     c.expect(len(runs) <= windows, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
     c.timing(len(runs) >= windows * 0.6, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
     window_ns = SAMPLE_FRACTION * SAMPLE_PERIOD_MS * 1e6
-    c.timing(max(runs) <= window_ns + 5e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
+    c.timing(max(runs) <= window_ns + 10e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
              f"windows {window_ns / 1e6:.0f} ms")
 
     untimed_by_type = {t: sum(1 for o in ops[t] if o[2] == 0) for t in ops}
     if mode == "cupti":
         check_fake_gpu_spans(s, c, trace, log, mode, untimed_want={t: n for t, n in untimed_by_type.items() if n})
+        # CUPTI collects in the windows only, and stops soon after each (once the window's work
+        # has its records): it timed few operations beyond those the trace asked for.
+        n = re.search(r"CUPTI: (\d+) GPU records, (\d+) spans used", p.stderr)
+        c.require(n, f"no CUPTI counts in the verbose log: {tail(p.stderr)}")
+        made, used = int(n.group(1)), int(n.group(2))
+        c.timing(made <= 2 * used, f"{mode}: CUPTI made {made} records, {used} used: collection stays on "
+                 "between windows")
         return
-    # end mode: ends as the fake GPU gave them (to within 1 us: events go through the GPU clock's
-    # anchors), and the inferred start too wherever the fake GPU started the operation at the end of
+    # end mode: ends as the fake GPU gave them (to within 5 us: events go through the GPU clock's
+    # anchors, ~2 us off when an anchor is taken on a loaded machine), and the inferred start too wherever the fake GPU started the operation at the end of
     # the previous one (backed up), which the first timed operation of a window is too.
     with open(log) as f:
         ran = sorted((int(a), int(b)) for _, a, b in (line.split() for line in f))
     ends = [b for _, b in ran]
 
-    def fake(end):  # index of the fake GPU's operation ending nearest `end`, if within 1 us
+    def fake(end):  # index of the fake GPU's operation ending nearest `end`, if within 5 us
         i = bisect.bisect_left(ends, end)
         near = min((j for j in (i - 1, i) if 0 <= j < len(ends)), key=lambda j: abs(ends[j] - end))
-        return near if abs(ends[near] - end) <= 1000 else None
+        return near if abs(ends[near] - end) <= 5000 else None
 
     timed = [o for o in timeline if o[2]]
     found = [(o, fake(o[2])) for o in timed]
     c.equal(f"{mode}: timed operations whose end is not one the fake GPU gave", sum(i is None for _, i in found), 0)
     backed = [(o, i) for o, i in found if i and ran[i][0] == ran[i - 1][1]]
     c.expect(len(backed) >= 0.8 * len(timed), f"{mode}: {len(backed)} of {len(timed)} timed operations backed up")
-    bad_start = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 1000]
+    bad_start = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 5000]
     c.equal(f"{mode}: backed-up timed operations whose inferred start is not the fake GPU's", bad_start[:3], [])
 
 

@@ -1,6 +1,6 @@
 // A launch-bound job for the GPU-timing sample: for MS milliseconds, one KERNEL_NS kernel every
 // GAP_US microseconds on one stream (the host waits between launches, without synchronising),
-// and an async memset after every 10th; then a context synchronisation. Prints
+// and an async 4 MiB memset after every 10th; then a context synchronisation. Prints
 // "paced_launches: <kernels> kernels <memsets> memsets".
 //   paced_launches [ms=1200] [kernel_ns=50000] [gap_us=200]
 #include <time.h>
@@ -24,13 +24,13 @@ int main(int argc, char** argv) {
   CUstream s;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   CUdeviceptr buf;
-  CHECK(cuMemAlloc(&buf, 4096));
+  CHECK(cuMemAlloc(&buf, 1 << 22));
   long kernels = 0, memsets = 0;
   long long t0 = now_ns(), next = t0;
   while (now_ns() - t0 < ms * 1000000) {
     CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
     if (++kernels % 10 == 0) {
-      CHECK(cuMemsetD8Async(buf, 0, 4096, s));
+      CHECK(cuMemsetD8Async(buf, 0, 1 << 22, s));  // long enough (~50 us on the fake GPU) that its end stands apart
       ++memsets;
     }
     next += gap_ns;

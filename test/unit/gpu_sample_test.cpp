@@ -60,3 +60,19 @@ TEST_CASE("gpu_sample_of_one_is_always_on") {
   CHECK(s.on_at(123456789));
   CHECK(s.on_at(-5));
 }
+
+TEST_CASE("gpu_sample_spec_parsed_or_refused") {
+  double f = 0;
+  int64_t p = 0;
+  CHECK(cutrace::parse_gpu_sample("0.2", &f, &p));
+  CHECK(f == doctest::Approx(0.2));
+  CHECK(p == 200 * kMs);
+  CHECK(cutrace::parse_gpu_sample("25%/1000", &f, &p));
+  CHECK(f == doctest::Approx(0.25));
+  CHECK(p == 1000 * kMs);
+  CHECK(cutrace::parse_gpu_sample("1/50ms", &f, &p));
+  CHECK(f == 1);
+  CHECK(p == 50 * kMs);
+  for (const char* bad : {"", "0", "-0.1", "1.5", "half", "0.2/", "0.2/5", "0.2/x", "0.2/100s", "0.2 "})
+    CHECK_MESSAGE(!cutrace::parse_gpu_sample(bad, &f, &p), bad);
+}
