@@ -36,6 +36,8 @@ REPO = os.path.dirname(HERE)
 WORKLOADS = {  # name -> (script, args, metric key, warm-up + timed steps, or None: per-launch metric)
     "large": ("train_gpt.py", ["--preset", "large", "--steps", "10"], "step_ms", 15),
     "small": ("train_gpt.py", ["--preset", "small", "--steps", "30"], "step_ms", 35),
+    # longer runs of the launch-bound preset: less noise per run (not in the default set)
+    "small100": ("train_gpt.py", ["--preset", "small", "--steps", "100"], "step_ms", 105),
     "tiny": ("tiny_kernels.py", [], "us_per_launch", None),
 }
 CONFIGS = ["base", "cutrace", "cutrace-end", "cutrace-exact", "cutrace-off", "torch-cuda", "torch-cpu+cuda"]
