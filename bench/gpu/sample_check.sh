@@ -2,8 +2,7 @@
 # The GPU-timing sample (--gpu-sample) on the GPU machine, one call:
 #  1. accuracy on GPT small against torch.profiler (truth A; then cutrace sampled 20% in default
 #     mode with its 200 ms periods and with 1 s periods, and with end events; truth B for the noise
-#     floor), with the
-#     collector's count of windows and time spent switching CUPTI on and off (CUTRACE_VERBOSE);
+#     floor), with the collector's count of windows and CUPTI's switches (CUTRACE_VERBOSE);
 #  2. GPT small's (launch-bound) overhead by configuration: full CUPTI timing (the default), sampled
 #     20% and 10%, no GPU timing (the shim alone), end events sampled 20% (bench/suite.py, REPS
 #     repetitions, ABBA, pinned CPUs, paired ratios to the base run of each repetition).
