@@ -292,12 +292,13 @@ void Collector::run() {
 
 void Collector::cycle(int64_t now) {
   follow_gpu_sample(now);
+  bool in_cupti_call = g_timing == GpuTiming::Cupti && registry_in_cupti_call();  // before the drain
   drain();
   ops_.poll();
   if (g_timing == GpuTiming::Cupti && cupti_closing()) {
     // A window closed: collection goes off once its work has its records. Flushed every 5 ms
     // meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon after the window.
-    bool settled = ops_.cupti_settled();
+    bool settled = !in_cupti_call && ops_.cupti_settled();
     if (!settled && now - last_tail_flush_ >= 5000000) cupti_flush(), last_tail_flush_ = now;
     cupti_idle(settled, now);
   }
@@ -368,10 +369,21 @@ void Collector::serve_requests() {
   cv_.notify_all();
 }
 
+// Until every pending operation has its GPU times, or wait_ns passed. With CUPTI, also until no
+// record has come for 3 s: an operation CUPTI made no record for (dropped) is not waited for.
 void Collector::wait_gpu(int64_t wait_ns) {
-  int64_t deadline = mono_ns() + wait_ns;
-  for (int i = 0; ops_.poll(/*all=*/true) > 0 && mono_ns() < deadline; ++i) {
-    if (g_timing == GpuTiming::Cupti && i % 200 == 0) cupti_flush();
+  constexpr int64_t kCuptiQuietNs = 3000000000;
+  int64_t start = mono_ns(), deadline = start + wait_ns, last_record = start;
+  uint64_t records = g_timing == GpuTiming::Cupti ? cupti_records() : 0;
+  for (int i = 0; ops_.poll(/*all=*/true) > 0; ++i) {
+    int64_t now = mono_ns();
+    if (now >= deadline) break;
+    if (g_timing == GpuTiming::Cupti && i % 200 == 0) {
+      cupti_flush();
+      uint64_t n = cupti_records();
+      if (n != records) records = n, last_record = now;
+      else if (now - last_record > kCuptiQuietNs) break;
+    }
     struct timespec ts = {0, 50000};
     nanosleep(&ts, nullptr);
   }

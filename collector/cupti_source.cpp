@@ -41,22 +41,17 @@ Api g_api;
 
 struct Span {
   int64_t start = INT64_MAX, end = 0;
-  uint64_t stream = 0;  // CUPTI's (context id << 32 | stream id) of the work
 };
 
 // Filled by CUPTI's buffer callback (its own thread or ours during a flush): not a hot path.
 std::mutex g_mu;
 std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
-// CUPTI stream -> the highest correlation id among its delivered records (any record, whether an
-// operation asked for it or not): work launched before that on the stream has run, so its
-// record, if CUPTI made one, has been delivered too.
-std::unordered_map<uint64_t, uint32_t>* g_stream_passed;
 int64_t g_last_flush = 0;
 
 // A span is final once a flush that began after its work ended has been delivered (graph
 // launches bring several records under one id). Under g_mu.
 bool is_final(const Span& s) { return s.end < g_last_flush; }
-uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE)
+uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE); g_n_gpu: cupti_records()
 uint64_t g_n_dropped = 0;             // records CUPTI dropped (written to the trace's meta)
 uint64_t g_n_incomplete = 0;          // records without timestamps (ignored; in the trace's meta)
 uint64_t g_n_orphans = 0;             // spans no operation took, forgotten (diagnostics)
@@ -69,8 +64,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
-void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end, uint32_t ctx, uint32_t stream) {
-  uint64_t key = uint64_t(ctx) << 32 | stream;
+void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   // CUPTI leaves both timestamps 0 when it could not collect them (a forced flush hands over
   // records of work still in flight, which is why periodic flushes are not forced). Such a
   // record must not become an operation's span: it is counted, and the operation waits on.
@@ -78,10 +72,7 @@ void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end, uint32_t ctx, u
     ++g_n_incomplete;
     return;
   }
-  uint32_t& passed = (*g_stream_passed)[key];
-  if (cupti_corr > passed) passed = cupti_corr;
   Span& s = (*g_spans)[cupti_corr];
-  s.stream = key;
   if (int64_t(start) < s.start) s.start = int64_t(start);
   if (int64_t(end) > s.end) s.end = int64_t(end);
   ++g_n_gpu;
@@ -98,17 +89,17 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL: {
           auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-          add_span(k->correlationId, k->start, k->end, k->contextId, k->streamId);
+          add_span(k->correlationId, k->start, k->end);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-          add_span(m->correlationId, m->start, m->end, m->contextId, m->streamId);
+          add_span(m->correlationId, m->start, m->end);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-          add_span(m->correlationId, m->start, m->end, m->contextId, m->streamId);
+          add_span(m->correlationId, m->start, m->end);
           break;
         }
         default:
@@ -199,7 +190,6 @@ bool cupti_start(bool quiet) {
     return false;
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
-  g_stream_passed = new std::unordered_map<uint64_t, uint32_t>();
   ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
        a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
        a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
@@ -298,23 +288,21 @@ bool cupti_final(uint32_t corr) {
   return it != g_spans->end() && is_final(it->second);
 }
 
+uint64_t cupti_records() {
+  std::lock_guard<std::mutex> l(g_mu);
+  return g_n_gpu + g_n_incomplete;
+}
+
 CuptiLosses cupti_losses() {
   std::lock_guard<std::mutex> l(g_mu);
   return {g_n_dropped, g_n_incomplete};
 }
 
-bool cupti_passed(uint64_t stream, uint32_t corr) {
-  std::lock_guard<std::mutex> l(g_mu);
-  auto it = g_stream_passed->find(stream);
-  // Its own record, if here, is just not final yet: that one is waited for.
-  return it != g_stream_passed->end() && it->second > corr && g_spans->find(corr) == g_spans->end();
-}
-
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, uint64_t* stream) {
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = g_spans->find(corr);
   if (it == g_spans->end() || !is_final(it->second)) return false;
-  *start = it->second.start, *end = it->second.end, *stream = it->second.stream;
+  *start = it->second.start, *end = it->second.end;
   g_spans->erase(it);
   ++g_n_taken;
   return true;

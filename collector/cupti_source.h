@@ -26,12 +26,10 @@ void cupti_idle(bool settled, int64_t now);
 bool cupti_closing();
 void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything
-// GPU span of the work of the call with CUPTI correlation id `corr`, once it is final, and the
-// CUPTI stream it ran on (context id << 32 | stream id).
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, uint64_t* stream);
-// Whether CUPTI delivered a record of work launched after `corr` on that CUPTI stream while none
-// of `corr` came: the work of `corr` has run, so its record, if CUPTI made one, would be here.
-bool cupti_passed(uint64_t stream, uint32_t corr);
+// GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
+// Activity records CUPTI has delivered so far (the collector's exit wait stops once none come).
+uint64_t cupti_records();
 // Whether the span of `corr` has arrived and is final (what cupti_take would take), leaving it.
 bool cupti_final(uint32_t corr);
 struct CuptiLosses {

@@ -48,7 +48,8 @@ void OpResolver::add(PendingOp&& op) {
   s.last_seq = op.seq;
   op.after_not_sampled = s.last_not_sampled;
   s.last_not_sampled = (op.op().flags & fmt::kOpNotSampled) != 0;
-  if (op.cupti && op.cupti_corr > s.last_cupti_corr) s.last_cupti_corr = op.cupti_corr;  // ids only grow
+  if (op.cupti && op.cupti_corr && op.op().cpu_end >= s.last_cupti_end)
+    s.last_cupti_corr = op.cupti_corr, s.last_cupti_end = op.op().cpu_end;
   // Keep each queue in submission order: a record published late goes before later ones.
   auto pos = s.q.end();
   while (pos != s.q.begin() && std::prev(pos)->op().cpu_end > op.op().cpu_end) --pos;
@@ -77,17 +78,10 @@ void OpResolver::stream_waits(uint32_t stream_id, CUevent app_event) {
 
 bool OpResolver::cupti_settled() {
   for (Stream* s : streams_) {
-    uint32_t c = s->last_cupti_corr;
-    if (c && !cupti_final(c) && !(s->cupti_stream && cupti_passed(s->cupti_stream, c))) return false;
+    if (s->last_cupti_corr && !cupti_final(s->last_cupti_corr)) return false;
     s->last_cupti_corr = 0;
   }
   return true;
-}
-
-// A CUPTI operation without its record although CUPTI delivered one of work launched after it on
-// the same stream: none will come (CUPTI dropped it, or collection was off when it ran).
-bool OpResolver::cupti_given_up(const Stream& s, const PendingOp& op) const {
-  return s.cupti_stream && cupti_passed(s.cupti_stream, op.cupti_corr);
 }
 
 size_t OpResolver::poll(bool all) {
@@ -97,7 +91,7 @@ size_t OpResolver::poll(bool all) {
     // The completed prefix of the queue, finalized in the order the GPU ran it: threads that
     // share a stream may have been drained in a slightly different order than they submitted.
     size_t k = 0;
-    while (k < s->q.size() && s->q[k].op().cpu_end < horizon && (resolve(*s, s->q[k]) || cupti_overtaken(*s, k))) ++k;
+    while (k < s->q.size() && s->q[k].op().cpu_end < horizon && (resolve(s->q[k]) || cupti_overtaken(*s, k))) ++k;
     if (k == 0) continue;
     std::stable_sort(s->q.begin(), s->q.begin() + long(k),
                      [](const PendingOp& a, const PendingOp& b) { return a.end_ns < b.end_ns; });
@@ -113,29 +107,27 @@ size_t OpResolver::poll(bool all) {
 // A CUPTI operation whose record has not come although a later operation of its stream, submitted
 // after it returned (so ordered after it on the GPU), has its final span: its record would have
 // been delivered by the same flush, so none will come. Written without GPU time (counted) instead
-// of holding up the stream for resolve()'s 10 s. Looks a few operations ahead only.
+// of holding up the stream for resolve()'s 10 s. Looks at the next 16 CUPTI operations only,
+// past any number of others (with --gpu-sample, the next window's).
 bool OpResolver::cupti_overtaken(const Stream& s, size_t k) const {
   const PendingOp& op = s.q[k];
   if (!op.cupti) return false;
-  size_t last = std::min(s.q.size(), k + 16);
-  for (size_t j = k + 1; j < last; ++j) {
+  int looked = 0;
+  for (size_t j = k + 1; j < s.q.size() && looked < 16; ++j) {
     const PendingOp& later = s.q[j];
-    if (later.cupti && later.op().cpu_begin > op.op().cpu_end && cupti_final(later.cupti_corr)) return true;
+    if (!later.cupti) continue;
+    ++looked;
+    if (later.op().cpu_begin > op.op().cpu_end && cupti_final(later.cupti_corr)) return true;
   }
   return false;
 }
 
-bool OpResolver::resolve(Stream& s, PendingOp& op) {
+bool OpResolver::resolve(PendingOp& op) {
   if (op.cupti) {
     // A call CUPTI gave no correlation id (no callback for it) gets no activity record either:
     // nothing to wait for (written without GPU time, counted by write()).
     if (op.cupti_corr == 0) return true;
-    uint64_t cupti_stream = 0;
-    if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns, &cupti_stream)) {
-      s.cupti_stream = cupti_stream;
-      return true;
-    }
-    if (cupti_given_up(s, op)) return true;
+    if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns)) return true;
     return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
   }
   if (!op.timed || !op.ev_end || !op.gctx) return true;  // no GPU time to wait for

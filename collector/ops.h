@@ -88,7 +88,7 @@ class OpResolver {
     int64_t wait_end = 0;
     bool last_not_sampled = false;  // the newest op added was outside the GPU-timing sample
     uint32_t last_cupti_corr = 0;   // CUPTI correlation id of the newest CUPTI op, until settled
-    uint64_t cupti_stream = 0;      // CUPTI's id of this stream, learnt from a record (0: not yet)
+    int64_t last_cupti_end = 0;     // ... and the return of its call (newest: the latest return)
   };
   struct Key {
     uint64_t handle, ctx, tid;
@@ -102,8 +102,7 @@ class OpResolver {
     int64_t end;  // known end, or 0 while the op is pending
   };
 
-  bool resolve(Stream& s, PendingOp& op);  // false while its GPU work (or the op it waits for) is not done
-  bool cupti_given_up(const Stream& s, const PendingOp& op) const;
+  bool resolve(PendingOp& op);  // false while its GPU work (or the op it waits for) is not done
   bool cupti_overtaken(const Stream& s, size_t k) const;
   void finalize(Stream& s, PendingOp& op);
   void write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags);

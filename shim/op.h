@@ -53,14 +53,22 @@ class Op {
       rec_->flags |= kRawCaptured;
       return;
     }
-    if (!gpu_sample_on()) {
-      rec_->flags |= kRawNotSampled;
-      return;
-    }
     if (g_timing == GpuTiming::Cupti) {
+      // Marked before the sample flag is read: the collector, which turns CUPTI off only after
+      // the flag went down and no thread is marked, cannot miss a call that read it up.
+      ts_->in_cupti_call.store(true, std::memory_order_relaxed);
+      if (!gpu_sample_on()) {
+        ts_->in_cupti_call.store(false, std::memory_order_relaxed);
+        rec_->flags |= kRawNotSampled;
+        return;
+      }
       rec_->flags |= kRawCupti;
       cupti_ = true;
       cupti_clear_correlation();
+      return;
+    }
+    if (!gpu_sample_on()) {
+      rec_->flags |= kRawNotSampled;
       return;
     }
     ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
@@ -80,6 +88,8 @@ class Op {
     rec_->result = int32_t(r);
     rec_->t1 = ticks();
     ts_->ring.commit();
+    // After the commit: a collector that sees the call over finds its record in the ring.
+    if (cupti_) ts_->in_cupti_call.store(false, std::memory_order_release);
     t_in_shim = false;
     return r;
   }

@@ -15,6 +15,12 @@ static std::atomic<uint32_t> g_next_index{1};
 
 ThreadState* registry_head() { return g_head.load(std::memory_order_acquire); }
 
+bool registry_in_cupti_call() {
+  for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire))
+    if (s->in_cupti_call.load(std::memory_order_acquire)) return true;
+  return false;
+}
+
 bool registry_unlink(ThreadState* prev, ThreadState* s) {
   ThreadState* next = s->next.load(std::memory_order_acquire);
   if (prev) {

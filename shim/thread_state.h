@@ -36,6 +36,9 @@ struct ThreadState {
   std::atomic<uint64_t> inline_events{0};  // events the owner had to create (pool empty)
   std::atomic<uint64_t> stacks_lost{0};    // call stacks not kept because the stack ring was full
   std::atomic<bool> retired{false};        // owner thread exited
+  // The owner is inside a driver call whose GPU times CUPTI is asked for: the collector keeps
+  // CUPTI collecting until it returns (the call's record may not be published yet).
+  std::atomic<bool> in_cupti_call{false};
   std::atomic<ThreadState*> next{nullptr};
   uint32_t tid = 0;
   uint32_t index = 0;
@@ -67,5 +70,8 @@ ThreadState* registry_head();
 // Returns false if it could not do so now (a push raced with head removal).
 bool registry_unlink(ThreadState* prev, ThreadState* s);
 void registry_reset_after_fork();
+// Collector: whether some thread is inside a driver call whose GPU times CUPTI is asked for
+// (asked before a drain: a call seen over has its record in the ring).
+bool registry_in_cupti_call();
 
 }  // namespace cutrace

@@ -589,18 +589,18 @@ def gpu_sample_cupti_mode_times_windows_only_exactly(s, c):
 
 @test
 def gpu_sample_cupti_record_never_coming_not_waited_for(s, c):
-    """With --gpu-sample, CUPTI drops every kernel's record (FAKE_CUPTI_DROP_KERNELS=k_paced): a
-    window's last kernels have no later CUPTI operation of theirs to overtake them, but CUPTI's
-    records of later work on the same stream (the memsets, and work after the window) show they
-    ran: they are written without GPU time at once, collection goes off after each window, and
-    the job does not wait 10 s for them (at a window's end nor at exit)."""
+    """With --gpu-sample, CUPTI drops every kernel's record (FAKE_CUPTI_DROP_KERNELS=k_paced): each
+    window's kernels after its last memset have no later CUPTI operation before the next window.
+    They are written without GPU time once a CUPTI operation of the next window is reported (the
+    look-ahead skips the unsampled operations between), and at exit the collector stops waiting
+    once CUPTI has delivered nothing for 3 s: the job is not held 10 s."""
     d = s.tmpdir("sample-dropped")
-    env = {"CUTRACE_CUPTI": s.fake_cupti, "CUTRACE_VERBOSE": "1", "FAKE_CUPTI_DROP_KERNELS": "k_paced"}
+    env = {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_DROP_KERNELS": "k_paced"}
     t0 = time.monotonic()
-    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
-                 ["--gpu-timing", "cupti", "--gpu-sample", "0.25/40"], env)
+    s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
+             ["--gpu-timing", "cupti", "--gpu-sample", "0.25/40"], env)
     took = time.monotonic() - t0
-    c.expect(took < 5, f"recording a 0.6 s job took {took:.1f} s (an operation waited)")
+    c.expect(took < 7, f"recording a 0.6 s job took {took:.1f} s (an operation waited 10 s)")
     trace = os.path.join(d, traces(d)[0])
     meta = trace_meta(s, c, trace)
     kernels = dump_ops(s, c, trace, "Kernel")
@@ -608,11 +608,9 @@ def gpu_sample_cupti_record_never_coming_not_waited_for(s, c):
     in_windows = sum(1 for k in kernels if "not_sampled" not in k[3].split("|"))
     c.expect(in_windows > 0, "no kernel launched inside a sample window")
     c.equal("meta gpu_times_missing (the kernels launched in windows)", meta.get("gpu_times_missing"), str(in_windows))
-    windows = int(meta.get("gpu_sample_windows", "0"))
-    n = re.search(r"collection switched on or off (\d+) times", p.stderr)
-    c.require(n, f"no CUPTI switch count in the verbose log: {tail(p.stderr)}")
-    c.timing(int(n.group(1)) >= windows, f"CUPTI collection switched {n.group(1)} times in {windows} windows: "
-             "it stayed on between windows")
+    memsets = dump_ops(s, c, trace, "Memset")
+    c.equal("memsets in windows without a GPU time",
+            sum(1 for m in memsets if not m[2] and "not_sampled" not in m[3].split("|")), 0)
 
 
 @test
