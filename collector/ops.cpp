@@ -195,7 +195,10 @@ void OpResolver::abandon(CUcontext ctx) {
   for (Stream* s : streams_) {
     if (ctx && s->ctx != ctx) continue;
     for (PendingOp& op : s->q) {
-      write(*s, op, 0, 0, fmt::kOpNoGpuTime);
+      // A CUPTI op whose record is here keeps it (it may wait behind one whose record never
+      // came); anything else is written without GPU time (its context's events may be gone).
+      if (op.cupti && resolve(op)) finalize(*s, op);
+      else write(*s, op, 0, 0, fmt::kOpNoGpuTime);
       --pending_;
     }
     s->q.clear();

@@ -63,7 +63,8 @@ class OpResolver {
   // still bring an earlier operation of the same stream); `all` skips the grace period.
   // Returns how many operations are still pending.
   size_t poll(bool all = false);
-  // Writes what is left without GPU times (shutdown after the wait, or a context going away).
+  // Writes what is left (shutdown after the wait, or a context going away): without GPU times,
+  // but for CUPTI operations whose records are here.
   void abandon(CUcontext ctx_or_null);
   size_t pending() const { return pending_; }
   // Every stream's newest CUPTI operation has its final span (or was written): the CUPTI
