@@ -73,13 +73,6 @@ void print_files(const SummaryModel& m) {
     std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : cutrace::tools::ellipsize(f.cmdline, 200).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
-    if (f.gpu_sample < 1) {
-      std::printf("  sampled  GPU times (%s) taken in %s of the time, one %s window in each %s: %s GPU "
-                  "operations untimed by design; Total columns add up the timed ones, means stand for all\n",
-                  f.gpu_timing.c_str(), percent(f.gpu_sample, 1).c_str(),
-                  human_ns(int64_t(f.gpu_sample * double(f.gpu_sample_period_ns))).c_str(),
-                  human_ns(f.gpu_sample_period_ns).c_str(), human_count(f.not_sampled).c_str());
-    }
   }
   const cutrace::SummaryOptions& o = m.options();
   std::string filters;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -741,6 +742,14 @@ bool SummaryModel::add(TraceReader& r) {
   records_ += r.status().records;
   FileSummary f = file_summary(r, ok);
   merge_file(r, t, f);
+  if (f.gpu_sample < 1) {
+    char what[160];
+    std::snprintf(what, sizeof what, "GPU times (%s) sampled in %g%% of the time, one window in each %g ms",
+                  f.gpu_timing.c_str(), f.gpu_sample * 100, double(f.gpu_sample_period_ns) / 1e6);
+    notes_.push_back(r.path() + ": " + what + ": " + std::to_string(f.not_sampled) +
+                     " GPU operations untimed by design. GPU busy and idle time and the Total columns count the "
+                     "timed operations only; counts are exact, and means stand for all launches");
+  }
   files_.insert(std::upper_bound(files_.begin(), files_.end(), f,
                                  [](const FileSummary& a, const FileSummary& b) {
                                    return a.rank != b.rank ? a.rank < b.rank : a.file < b.file;

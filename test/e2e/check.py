@@ -545,6 +545,9 @@ def gpu_sample_case(s, c, mode):
     c.timing(max(runs) <= window_ns + 10e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
              f"windows {window_ns / 1e6:.0f} ms")
 
+    j = s.summary(c, trace)
+    c.equal(f"{mode}: summary ranks[0].not_sampled", j["ranks"][0]["not_sampled"], len(untimed))
+    c.expect(any("sampled in 25% of the time" in n for n in j["notes"]), f"{mode}: summary notes {j['notes']}")
     untimed_by_type = {t: sum(1 for o in ops[t] if o[2] == 0) for t in ops}
     if mode == "cupti":
         check_fake_gpu_spans(s, c, trace, log, mode, untimed_want={t: n for t, n in untimed_by_type.items() if n})
