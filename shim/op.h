@@ -54,8 +54,9 @@ class Op {
       return;
     }
     if (g_timing == GpuTiming::Cupti) {
-      // Marked before the sample flag is read: the collector, which turns CUPTI off only after
-      // the flag went down and no thread is marked, cannot miss a call that read it up.
+      // Marked before the sample flag is read (relaxed: a store may become visible a little
+      // after the load, far within the collector's 5 ms between the flag going down and CUPTI
+      // going off): the collector turns CUPTI off only when no thread is marked.
       ts_->in_cupti_call.store(true, std::memory_order_relaxed);
       if (!gpu_sample_on()) {
         ts_->in_cupti_call.store(false, std::memory_order_relaxed);
