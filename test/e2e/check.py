@@ -520,7 +520,7 @@ def gpu_sample_case(s, c, mode):
     for key in ("gpu_times_missing", "cupti_incomplete_records", "cupti_dropped_records"):
         c.equal(f"{mode}: meta {key}", meta.get(key), None)
     windows = int(meta.get("gpu_sample_windows", "0"))
-    c.expect(1200 / SAMPLE_PERIOD_MS - 3 <= windows <= 2500 / SAMPLE_PERIOD_MS,
+    c.timing(1200 / SAMPLE_PERIOD_MS - 3 <= windows <= 2500 / SAMPLE_PERIOD_MS,
              f"{mode}: {windows} sample windows in a 1.2 s run (+ exit) of {SAMPLE_PERIOD_MS} ms periods")
 
     ops = {t: dump_ops(s, c, trace, t) for t in ("Kernel", "Memset")}
@@ -542,7 +542,8 @@ def gpu_sample_case(s, c, mode):
     c.expect(len(runs) <= windows, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
     c.timing(len(runs) >= windows * 0.6, f"{mode}: {len(runs)} runs of timed operations in {windows} windows")
     window_ns = SAMPLE_FRACTION * SAMPLE_PERIOD_MS * 1e6
-    c.timing(max(runs) <= window_ns + 10e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
+    # Two windows can be back to back (one at the end of its period, the next at the start of its own).
+    c.timing(max(runs) <= 2 * window_ns + 10e6, f"{mode}: a run of timed operations lasts {max(runs) / 1e6:.1f} ms, "
              f"windows {window_ns / 1e6:.0f} ms")
 
     j = s.summary(c, trace)
@@ -573,14 +574,20 @@ def gpu_sample_case(s, c, mode):
 
     timed = [o for o in timeline if o[2]]
     found = [(o, fake(o[2])) for o in timed]
-    # Within 5 us is a GPU-clock check (anchors): a note, not a failure, under a sanitizer.
+    # Within 5 us is a GPU-clock check (anchors): on a loaded machine an anchor can be a few us
+    # off for a while, so 1% may miss it (and any under a sanitizer). An inferred start from a
+    # stale previous end (the first operation of a window) is off by the backlog: milliseconds.
     unmatched = sum(i is None for _, i in found)
-    c.timing(unmatched == 0, f"{mode}: {unmatched} timed operations whose end is not one the fake GPU gave")
+    c.timing(unmatched <= 0.01 * len(timed), f"{mode}: {unmatched} of {len(timed)} timed operations end more than "
+             "5 us from any operation of the fake GPU")
     backed = [(o, i) for o, i in found if i and ran[i][0] == ran[i - 1][1]]
     c.expect(len(backed) >= 0.8 * len(timed), f"{mode}: {len(backed)} of {len(timed)} timed operations backed up")
-    bad_start = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 5000]
-    c.timing(not bad_start, f"{mode}: {len(bad_start)} backed-up timed operations whose inferred start is not "
-             f"the fake GPU's, e.g. (trace, fake) {bad_start[:3]}")
+    off = [(o[1], ran[i][0]) for o, i in backed if abs(o[1] - ran[i][0]) > 5000]
+    far = [(a, b) for a, b in off if abs(a - b) > 100000]
+    c.timing(not far, f"{mode}: {len(far)} backed-up timed operations whose inferred start is over 100 us off "
+             f"the fake GPU's, e.g. (trace, fake) {far[:3]}")
+    c.timing(len(off) <= 0.01 * len(backed), f"{mode}: {len(off)} of {len(backed)} backed-up timed operations "
+             f"start more than 5 us off the fake GPU's, e.g. (trace, fake) {off[:3]}")
 
 
 @test
@@ -599,14 +606,18 @@ def gpu_sample_cupti_record_never_coming_not_waited_for(s, c):
     window's kernels after its last memset have no later CUPTI operation before the next window.
     They are written without GPU time once a CUPTI operation of the next window is reported (the
     look-ahead skips the unsampled operations between), and at exit the collector stops waiting
-    once CUPTI has delivered nothing for 3 s: the job is not held 10 s."""
-    d = s.tmpdir("sample-dropped")
-    env = {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_DROP_KERNELS": "k_paced"}
+    once CUPTI has delivered nothing for 3 s: the recording takes at most that longer than the same
+    one without drops, not 10 s."""
+    argv = [s.prog("paced_launches"), "600", "50000", "200"]
+    opts = ["--gpu-timing", "cupti", "--gpu-sample", "0.25/40"]
     t0 = time.monotonic()
-    s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
-             ["--gpu-timing", "cupti", "--gpu-sample", "0.25/40"], env)
-    took = time.monotonic() - t0
-    c.expect(took < 7, f"recording a 0.6 s job took {took:.1f} s (an operation waited 10 s)")
+    s.record(c, s.tmpdir("sample-kept"), argv, opts, {"CUTRACE_CUPTI": s.fake_cupti})
+    t1 = time.monotonic()
+    d = s.tmpdir("sample-dropped")
+    s.record(c, d, argv, opts, {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_DROP_KERNELS": "k_paced"})
+    extra = time.monotonic() - t1 - (t1 - t0)
+    c.expect(extra < 6, f"recording with the records dropped took {extra:.1f} s longer than without (an "
+             "operation waited 10 s)")
     trace = os.path.join(d, traces(d)[0])
     meta = trace_meta(s, c, trace)
     kernels = dump_ops(s, c, trace, "Kernel")
