@@ -292,12 +292,15 @@ void Collector::run() {
 
 void Collector::cycle(int64_t now) {
   follow_gpu_sample(now);
-  bool in_cupti_call = g_timing == GpuTiming::Cupti && registry_in_cupti_call();  // before the drain
+  // A window closed: collection goes off once its work has its records (cupti_idle checks the
+  // window state again). Threads inside a CUPTI-timed call are asked before the drain.
+  const bool closing = g_timing == GpuTiming::Cupti && cupti_closing();
+  const bool in_cupti_call = closing && registry_in_cupti_call();
   drain();
   ops_.poll();
-  if (g_timing == GpuTiming::Cupti && cupti_closing()) {
-    // A window closed: collection goes off once its work has its records. Flushed every 5 ms
-    // meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon after the window.
+  if (closing) {
+    // Flushed every 5 ms meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon
+    // after the window.
     bool settled = !in_cupti_call && ops_.cupti_settled();
     if (!settled && now - last_tail_flush_ >= 5000000) cupti_flush(), last_tail_flush_ = now;
     cupti_idle(settled, now);

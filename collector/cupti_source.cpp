@@ -232,16 +232,19 @@ void cupti_sample(bool on) {
   if (on) g_gpu_sample_on.store(true, std::memory_order_relaxed);  // collection is on first
 }
 
+// Under g_window_mu: collecting although a window (capture or sample) is closed.
+bool closing_locked() { return g_sub && g_collecting && !(g_window_open && g_sample_open); }
+
 bool cupti_closing() {
   std::lock_guard<std::mutex> l(g_window_mu);
-  return g_sub && g_collecting && !(g_window_open && g_sample_open);
+  return closing_locked();
 }
 
 void cupti_idle(bool settled, int64_t now) {
   // 5 ms: an operation whose thread read the sample flag just before it flipped is published
   // (and drained, and counted by `settled`) within a collector cycle or two.
   std::lock_guard<std::mutex> l(g_window_mu);
-  if (g_sub && g_collecting && !(g_window_open && g_sample_open) &&
+  if (closing_locked() &&
       ((settled && now - g_window_closed_ns > 5000000) || now - g_window_closed_ns > 5000000000LL))
     set_collecting(false);
 }

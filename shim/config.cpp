@@ -21,12 +21,6 @@ static const char* env(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-static void parse_gpu_sample(Config& c, const char* v) {
-  if (!parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
-    log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
-             "10 <= PERIOD_MS <= 3600000); taking every GPU time", v);
-}
-
 void load_config() {
   Config& c = *g_config;
   if (const char* v = env("CUTRACE_OUTPUT")) c.out_dir = v;
@@ -69,7 +63,9 @@ void load_config() {
   }
   if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v);
   if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
-  if (const char* v = env("CUTRACE_GPU_SAMPLE")) parse_gpu_sample(c, v);
+  if (const char* v = env("CUTRACE_GPU_SAMPLE"); v && !parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
+    log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
+             "10 <= PERIOD_MS <= 3600000); taking every GPU time", v);
   g_capture_on.store(c.enabled && !c.deferred(), std::memory_order_relaxed);
 }
 

@@ -53,23 +53,20 @@ class Op {
       rec_->flags |= kRawCaptured;
       return;
     }
-    if (g_timing == GpuTiming::Cupti) {
-      // Marked before the sample flag is read (relaxed: a store may become visible a little
-      // after the load, far within the collector's 5 ms between the flag going down and CUPTI
-      // going off): the collector turns CUPTI off only when no thread is marked.
-      ts_->in_cupti_call.store(true, std::memory_order_relaxed);
-      if (!gpu_sample_on()) {
-        ts_->in_cupti_call.store(false, std::memory_order_relaxed);
-        rec_->flags |= kRawNotSampled;
-        return;
-      }
+    const bool cupti = g_timing == GpuTiming::Cupti;
+    // Marked before the sample flag is read (relaxed: a store may become visible a little after
+    // the load, far within the collector's 5 ms between the flag going down and CUPTI going
+    // off): the collector turns CUPTI off only when no thread is marked.
+    if (cupti) ts_->in_cupti_call.store(true, std::memory_order_relaxed);
+    if (!gpu_sample_on()) {
+      if (cupti) ts_->in_cupti_call.store(false, std::memory_order_relaxed);
+      rec_->flags |= kRawNotSampled;
+      return;
+    }
+    if (cupti) {
       rec_->flags |= kRawCupti;
       cupti_ = true;
       cupti_clear_correlation();
-      return;
-    }
-    if (!gpu_sample_on()) {
-      rec_->flags |= kRawNotSampled;
       return;
     }
     ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
