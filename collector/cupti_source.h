@@ -15,8 +15,8 @@ bool cupti_start(bool quiet);            // app thread, before the first traced 
 // open, so that outside windows the job pays none of CUPTI's per-launch cost. A window edge calls
 // cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
 // collector turns collection off later, once the window's work has its CUPTI records
-// (cupti_idle: `settled`, every stream's newest CUPTI operation has its final span, or a few
-// seconds passed). Meanwhile cupti_closing() is true and the collector flushes CUPTI often.
+// (cupti_idle: `settled`, no thread is inside a CUPTI-timed call and every stream's newest CUPTI
+// operation has its final span, or a few seconds passed). Meanwhile cupti_closing() is true and the collector flushes CUPTI often.
 void cupti_window(bool open);
 // GPU-timing sample windows (CUTRACE_GPU_SAMPLE), from the collector: like capture windows (CUPTI
 // collects while both are open), and the shim's g_gpu_sample_on is flipped here, in order with
