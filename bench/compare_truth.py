@@ -33,19 +33,24 @@ span = re.compile(r"(cpu|gpu)=\[(\d+)\.\.(\d+)\]")
 def spans(line):
     return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in span.finditer(line)}
 
+# name -> launch configuration (grid, block) -> [count, GPU time of the timed ones, timed]
+by_config = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0, 0]))
+
 def from_trace():
     syncs = sorted(spans(l)["cpu"][1] for l in dump("Sync") if "kind=context" in l)
     if len(syncs) < steps + 1:
         sys.exit(f"only {len(syncs)} context synchronisations in the trace; need {steps + 1}")
     lo, hi = syncs[-steps - 1], float("inf")  # the loss read-back follows the last sync
     got = collections.defaultdict(lambda: [0, 0, 0])  # count, GPU time of the timed ones, timed
-    name_re = re.compile(r'name=#\d+ "(.*)" grid=')
+    by_config.clear()
+    name_re = re.compile(r'name=#\d+ "(.*)" (grid=\S+ block=\S+)')
     for l in dump("Kernel"):
         s = spans(l)
         if not lo < s["cpu"][0] <= hi: continue
-        k = got[name_re.search(l).group(1)]
-        k[0] += 1
-        if s["gpu"][1]: k[1] += s["gpu"][1] - s["gpu"][0]; k[2] += 1
+        m = name_re.search(l)
+        for k in (got[m.group(1)], by_config[m.group(1)][m.group(2)]):
+            k[0] += 1
+            if s["gpu"][1]: k[1] += s["gpu"][1] - s["gpu"][0]; k[2] += 1
     mem = collections.Counter()
     for kind in ("Memcpy", "Memset"):
         for l in dump(kind):
@@ -66,13 +71,18 @@ for n, g in extra[:10]: print(f"  only cutrace ({g}): {n[:110]}")
 tm = collections.Counter(truth["memops"])
 print(f"memcpy: truth {sum(v for k, v in tm.items() if k.startswith('Memcpy'))}, cutrace {mem['Memcpy']}; "
       f"memset: truth {sum(v for k, v in tm.items() if k.startswith('Memset'))}, cutrace {mem['Memset']}")
-# A sampled trace (--gpu-sample) times some of the launches: a name's GPU time is estimated as its
-# mean over the timed ones x its count (without sampling: the plain total).
+# A sampled trace (--gpu-sample) times some of the launches: a name's GPU time is estimated per
+# launch configuration (grid, block), as the mean of its timed launches x its count, and the name's
+# mean over all its timed launches stands in for a configuration never timed (without sampling:
+# the plain total). One name launched with several sizes (fills, copies) takes different times.
 timed, launches = sum(v[2] for v in got.values()), sum(v[0] for v in got.values())
-est = {n: v[1] * v[0] / v[2] for n, v in got.items() if v[2]}
+def estimate(n, v):
+    mean = v[1] / v[2]
+    return sum(c[1] * c[0] / c[2] if c[2] else mean * c[0] for c in by_config[n].values()) if n in by_config else v[1] * v[0] / v[2]
+est = {n: estimate(n, v) for n, v in got.items() if v[2]}
 if timed < launches:
     print(f"sampled: {timed} of {launches} launches timed ({timed / launches:.1%}); {len(got) - len(est)} names "
-          f"never timed; per-name GPU time = mean of the timed launches x count")
+          f"never timed; per-name GPU time = per launch configuration, mean of its timed launches x its count")
 rows, worst = [], 0.0
 for n, t in tk.items():
     if n not in got or t["count"] == 0 or t["total_ns"] / t["count"] < a.min_mean_us * 1000: continue

@@ -100,14 +100,16 @@ def cutrace_stats(ct, trace_dir):
                                   universal_newlines=True, check=True).stdout)
     kernels = sum(k["count"] for k in s["kernels"])
     ops = kernels + sum(v["count"] for v in s["memcpy"].values()) + s["memset"]["count"]
-    cpu_ns = 0
+    cpu_ns = missing = 0
     for f in files:
         meta = subprocess.run([ct, "dump", f, "--type", "Meta"], stdout=subprocess.PIPE,
                               universal_newlines=True).stdout
         m = re.findall(r'"collector_cpu_ns" value=#\d+ "(\d+)"', meta)
         cpu_ns += int(m[-1]) if m else 0
+        m = re.findall(r'"gpu_times_missing" value=#\d+ "(\d+)"', meta)
+        missing += int(m[-1]) if m else 0
     return {"bytes": size, "gpu_records": ops, "kernels": kernels, "collector_s": cpu_ns / 1e9,
-            "files": len(files), "dropped": s.get("dropped_records", 0)}
+            "files": len(files), "dropped": s.get("dropped_records", 0), "gpu_times_missing": missing}
 
 
 def torch_stats(path):

@@ -126,12 +126,23 @@ int64_t g_window_closed_ns = 0;
 uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRACE_VERBOSE)
 int64_t g_switch_ns = 0;   // time spent switching
 
+// The driver callbacks, once on, stay on until exit: only the activity kinds are switched per
+// window. On the H200, turning callbacks off while an app thread was inside a traced driver call
+// broke that thread for good: its later calls got no callback (no correlation id) and their
+// kernels' records came under stale ids, which merged into spans of tens of ms (GPT small with
+// --gpu-sample 0.2: the autograd thread's 2,381 operations without GPU times from its first
+// window on). No thread can be kept out of the driver while they go off, so they never do.
+bool g_callbacks_on = false;
+
 bool set_collecting(bool on) {
   int64_t t0 = mono_ns();
   bool ok = true;
   for (CUpti_ActivityKind k : kKinds) ok = (on ? g_api.enable(k) : g_api.disable(k)) == CUPTI_SUCCESS && ok;
-  for (CUpti_CallbackId cbid : kDriverCbids)
-    ok = g_api.enable_callback(on ? 1 : 0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
+  if (on && !g_callbacks_on) {
+    for (CUpti_CallbackId cbid : kDriverCbids)
+      ok = g_api.enable_callback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
+    g_callbacks_on = ok;
+  }
   g_collecting = on && ok;
   ++g_switches, g_switch_ns += mono_ns() - t0;
   return ok;
@@ -193,9 +204,10 @@ bool cupti_start(bool quiet) {
   ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
        a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
        a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
-  // Try collection once now (another profiler may hold CUPTI), then leave it off until a window.
-  ok = ok && set_collecting(true);
-  set_collecting(false);
+  // Try the activity kinds once now (another profiler may hold CUPTI), then leave them off until
+  // a window; the callbacks go on with the first window (and stay on: set_collecting()).
+  for (CUpti_ActivityKind k : kKinds) ok = ok && a.enable(k) == CUPTI_SUCCESS;
+  for (CUpti_ActivityKind k : kKinds) a.disable(k);
   if (!ok) {  // leave CUPTI as we found it: no activity kinds on, no subscriber
     if (g_sub) a.unsubscribe(g_sub);
     g_sub = nullptr;

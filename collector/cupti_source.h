@@ -11,8 +11,10 @@
 namespace cutrace {
 
 bool cupti_start(bool quiet);            // app thread, before the first traced call goes on
-// Capture windows: CUPTI collects (activity kinds and driver callbacks on) only while a window is
-// open, so that outside windows the job pays none of CUPTI's per-launch cost. A window edge calls
+// Capture windows: CUPTI collects (activity kinds on) only while a window is open, so that outside
+// windows the job pays little of CUPTI's per-launch cost. The driver callbacks go on with the
+// first window and stay on (cupti_source.cpp, set_collecting: switching them off under a thread
+// inside a driver call broke that thread on the H200). A window edge calls
 // cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
 // collector turns collection off later, once the window's work has its CUPTI records
 // (cupti_idle: `settled`, no thread is inside a CUPTI-timed call and every stream's newest CUPTI

@@ -7,9 +7,10 @@
 #  2. GPT small overhead with 100 timed steps per run (less noise per run than 30): no profiler,
 #     cutrace default, --gpu-sample 0.2, --gpu-sample 0.1, --gpu-timing none; REPS repetitions,
 #     ABBA, pinned to 4 CPUs; every run printed (bench/suite.py).
-#   CUTRACE=... WORKLOADS=... bash bench/gpu/proof_run5.sh OUT [REPS]
+#   CUTRACE=... WORKLOADS=... [CONFIGS=base,...] bash bench/gpu/proof_run5.sh OUT [REPS]
 set -u
 OUT=${1:-/tmp/cutrace-proof5}; REPS=${2:-5}
+CONFIGS=${CONFIGS:-base,cutrace,cutrace-sample20,cutrace-sample10,cutrace-none}
 W=${WORKLOADS:-../shared/workloads}
 CT=${CUTRACE:-$PWD/build/bin/cutrace}
 export PYTHONUNBUFFERED=1
@@ -32,12 +33,13 @@ done
 
 step "GPT small (100 timed steps) overhead: bench/suite.py, $REPS repetitions (ABBA), taskset -c 2-5"
 python3 bench/suite.py run "$OUT/suite" --workloads small100 --reps "$REPS" --cpus 2-5 --cutrace "$CT" \
-  --workloads-dir "$W" --configs base,cutrace,cutrace-sample20,cutrace-sample10,cutrace-none |
+  --workloads-dir "$W" --configs "$CONFIGS" |
   python3 -c '
 import json, sys
 for line in sys.stdin:
     if line.startswith("{"):
         r = json.loads(line)
-        print(r["rep"], r["config"], r["metric"], r.get("wall_s"), r.get("error", "")[:200])
+        print(r["rep"], r["config"], r["metric"], r.get("wall_s"), "missing", r.get("gpu_times_missing"),
+              r.get("error", "")[:200])
     else:
         print(line, end="")'

@@ -633,6 +633,30 @@ def gpu_sample_cupti_record_never_coming_not_waited_for(s, c):
 
 
 @test
+def gpu_sample_cupti_switch_off_mid_call_keeps_threads_timed(s, c):
+    """Regression (H200, GPT small with --gpu-sample 0.2: from its first window on, the autograd
+    thread's 2,381 operations were written without GPU times, and a few got spans of 40 ms): CUPTI
+    gives no callback to a thread that was inside a driver call when the callbacks went off, for
+    the rest of the run (the fake CUPTI models it). Here every call spends 150 us inside the driver
+    (FAKE_CUPTI_CALL_US), so most window ends fall inside one: the callbacks must never go off, and
+    every operation launched in a window keeps its GPU time."""
+    d = s.tmpdir("sample-mid-call")
+    argv = [s.prog("paced_launches"), "1200", "50000", "200"]
+    s.record(c, d, argv, ["--gpu-timing", "cupti", "--gpu-sample", f"{SAMPLE_FRACTION}/{SAMPLE_PERIOD_MS}"],
+             {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_CALL_US": "150"})
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    trace = os.path.join(d, traces(d)[0])
+    meta = trace_meta(s, c, trace)
+    c.equal("meta gpu_times_missing", meta.get("gpu_times_missing"), None)
+    ops = dump_ops(s, c, trace, "Kernel") + dump_ops(s, c, trace, "Memset")
+    c.equal("operations in windows without a GPU time",
+            sum(1 for o in ops if not o[2] and "not_sampled" not in o[3].split("|")), 0)
+    windows = int(meta.get("gpu_sample_windows", "0"))
+    c.expect(windows >= 10, f"{windows} sample windows in a 1.2 s run of {SAMPLE_PERIOD_MS} ms periods")
+    c.expect(sum(1 for o in ops if o[2]) > 0, "no operation has a GPU time")
+
+
+@test
 def gpu_sample_bad_value_refused_or_ignored(s, c):
     """`cutrace record --gpu-sample 0` is refused (exit 2, says why); a malformed CUTRACE_GPU_SAMPLE
     under LD_PRELOAD gets one warning and every GPU time is taken."""

@@ -35,12 +35,24 @@ bool silent(const char* name) {
   return silenced.has(name);
 }
 
+// A thread whose call got its API_ENTER callback and not its API_EXIT (the call's callback id was
+// switched off in between) is stranded: none of its later calls gets a callback, even once the id
+// is on again. That is what the H200 showed (GPT small with --gpu-sample, fifth session): after
+// the callbacks had gone off and on, the autograd thread's calls got no callback for the rest of
+// the run while their operations' records still came.
+thread_local bool t_entered = false;
+thread_local bool t_stranded = false;
+
 void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
   Subscriber& s = g_subscriber;
+  if (t_stranded) return;
   if (!s.active.load(std::memory_order_acquire) || call->cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE ||
       !s.driverEnabled[call->cbid].load(std::memory_order_acquire) || silent(call->name)) {
+    if (site == CUPTI_API_EXIT && t_entered) t_stranded = true;
+    t_entered = false;
     return;
   }
+  t_entered = site == CUPTI_API_ENTER;
   CUpti_CallbackFunc fn = s.callback.load();
   if (fn == nullptr) return;
   CUpti_CallbackData data{};
@@ -82,6 +94,14 @@ bool installHooks() {
 void apiEnter(FakeCudaApiCall* call) {
   call->correlation_id = g_lastCorrelation.fetch_add(1) + 1;
   notify(CUPTI_API_ENTER, call);
+  // FAKE_CUPTI_CALL_US: every hooked call spends this long between its two callbacks (a slow
+  // driver), so that a switch of the callbacks is likely to fall inside one.
+  static const int64_t spin_ns = [] {
+    const char* v = getenv("FAKE_CUPTI_CALL_US");
+    return v ? int64_t{atoi(v)} * 1000 : 0;
+  }();
+  for (int64_t until = spin_ns ? nowNs() + spin_ns : 0; nowNs() < until;) {
+  }
 }
 
 void apiExit(FakeCudaApiCall* call) { notify(CUPTI_API_EXIT, call); }

@@ -11,6 +11,9 @@
 //     the driver does the work and API_EXIT after, both with that id. FAKE_CUPTI_SILENT_CALLS
 //     (a comma-separated list of exported names) silences the callbacks of those calls, as for
 //     a call CUPTI has no callback id for: their operations' records carry ids nobody saw.
+//     A thread whose call got API_ENTER but not API_EXIT (its id switched off in between) gets no
+//     callback for any later call, as the H200 showed. FAKE_CUPTI_CALL_US=N makes every hooked
+//     call spend N us between its callbacks.
 //   - Activity records (cupti_records.cpp): each kernel / copy / memset submitted while its kind is
 //     enabled becomes a CUpti_ActivityKernel10 (kind CONCURRENT_KERNEL, or KERNEL if only that is
 //     enabled) / CUpti_ActivityMemcpy6 / CUpti_ActivityMemset4 with the submitting call's
