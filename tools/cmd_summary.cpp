@@ -107,25 +107,35 @@ std::vector<std::string> kernel_row(const std::string& name, const cutrace::Time
 void print_kernels(const SummaryModel& m, size_t top) {
   std::vector<cutrace::KernelStat> ks = m.kernels();
   cutrace::TimeStat all;
-  for (const auto& k : ks) all.merge(k.time);
-  section(fmt::format("Kernels: {} launches, {} GPU time, {} names (by GPU time)", human_count(all.count),
-                      human_ns(all.total_ns()), human_count(ks.size())));
+  int64_t all_est = 0;
+  for (const auto& k : ks) all.merge(k.time), all_est = cutrace::sat_add(all_est, k.est_ns);
+  // A sampled trace (--gpu-sample): Total is the timed launches' time, Est. total all launches'.
+  const bool sampled = m.sampled();
+  if (sampled) {
+    section(fmt::format("Kernels: {} launches, {} GPU time timed, {} estimated for all, {} names (by estimated "
+                        "GPU time)", human_count(all.count), human_ns(all.total_ns()), human_ns(all_est),
+                        human_count(ks.size())));
+  } else {
+    section(fmt::format("Kernels: {} launches, {} GPU time, {} names (by GPU time)", human_count(all.count),
+                        human_ns(all.total_ns()), human_count(ks.size())));
+  }
   if (ks.empty()) return;
-  Table t({{"Name", Align::Left},
-           {"Count", Align::Right},
-           {"Total", Align::Right},
-           {"Time%", Align::Right},
-           {"Mean", Align::Right},
-           {"Median", Align::Right},
-           {"Min", Align::Right},
-           {"Max", Align::Right},
-           {"StdDev", Align::Right},
-           {"Untimed", Align::Right}});
-  for (size_t i = 0; i < ks.size() && i < top; ++i) t.row(kernel_row(ks[i].name, ks[i].time, all.total_ns(), true));
+  std::vector<Table::Column> cols = {{"Name", Align::Left},   {"Count", Align::Right},  {"Total", Align::Right},
+                                     {"Time%", Align::Right}, {"Mean", Align::Right},   {"Median", Align::Right},
+                                     {"Min", Align::Right},   {"Max", Align::Right},    {"StdDev", Align::Right},
+                                     {"Untimed", Align::Right}};
+  if (sampled) cols.insert(cols.begin() + 3, {"Est. total", Align::Right});
+  Table t(std::move(cols));
+  auto row = [&](std::vector<std::string> cells, int64_t est) {
+    if (sampled) cells.insert(cells.begin() + 3, human_ns(est));
+    t.row(std::move(cells));
+  };
+  for (size_t i = 0; i < ks.size() && i < top; ++i) row(kernel_row(ks[i].name, ks[i].time, all.total_ns(), true), ks[i].est_ns);
   if (ks.size() > top) {
     cutrace::TimeStat rest;
-    for (size_t i = top; i < ks.size(); ++i) rest.merge(ks[i].time);
-    t.row(kernel_row(fmt::format("(other {} names)", ks.size() - top), rest, all.total_ns(), false));
+    int64_t rest_est = 0;
+    for (size_t i = top; i < ks.size(); ++i) rest.merge(ks[i].time), rest_est = cutrace::sat_add(rest_est, ks[i].est_ns);
+    row(kernel_row(fmt::format("(other {} names)", ks.size() - top), rest, all.total_ns(), false), rest_est);
   }
   t.print(stdout);
 

@@ -367,6 +367,29 @@ struct SummaryModel::FileTotals {
     uint32_t name_id;
     bool comm;
     TimeStat time;
+    // Sampled files only: the name's launch configurations (grid, block), for KernelStat::est_ns.
+    // A name has few: found by a linear search.
+    struct Config {
+      uint64_t key;
+      uint64_t count = 0, timed = 0;
+      int64_t sum = 0;
+    };
+    std::vector<Config> configs;
+
+    void add_config(const fmt::KernelRec& k, int64_t gpu_start, int64_t gpu_end) {
+      uint64_t key = 1469598103934665603ull;  // FNV-1a over the six dimensions
+      for (uint32_t v : {k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2]})
+        key = (key ^ v) * 1099511628211ull;
+      auto c = std::find_if(configs.begin(), configs.end(), [&](const Config& x) { return x.key == key; });
+      if (c == configs.end()) c = configs.insert(configs.end(), Config{key});
+      ++c->count;
+      if (timed(gpu_start, gpu_end)) ++c->timed, c->sum = sat_add(c->sum, sat_sub(gpu_end, gpu_start));
+    }
+    int64_t estimate() const {
+      double est = 0, mean = double(time.mean_ns());
+      for (const Config& c : configs) est += c.timed ? double(c.sum) / double(c.timed) * double(c.count) : mean * double(c.count);
+      return est < 9.2e18 ? std::llround(est) : std::numeric_limits<int64_t>::max();
+    }
   };
   struct Worst {
     int64_t latency;
@@ -406,6 +429,7 @@ struct SummaryModel::FileTotals {
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
   uint64_t not_sampled = 0;  // untimed GPU operations flagged not_sampled
+  bool sampled = false;      // the file's GPU times are a sample (meta gpu_sample < 1)
   uint16_t cpu_cores = 0;
   static constexpr uint32_t kMaxDenseNameId = 1u << 20;
   std::unordered_map<uint32_t, int32_t> kslot_far;
@@ -430,7 +454,7 @@ struct SummaryModel::FileTotals {
     int32_t& s = *slot;
     if (s < 0) {
       s = int32_t(kslots.size());
-      kslots.push_back({name_id, is_comm_kernel(r.str(name_id)), TimeStat{}});
+      kslots.push_back({name_id, is_comm_kernel(r.str(name_id)), TimeStat{}, {}});
     }
     return kslots[size_t(s)];
   }
@@ -581,6 +605,7 @@ bool SummaryModel::add(TraceReader& r) {
   span.lo = opt_.from_ns;
   span.hi = opt_.to_ns;
   FileTotals t(opt_, r);
+  if (std::string g(r.meta("gpu_sample")); !g.empty()) t.sampled = std::strtod(g.c_str(), nullptr) < 1;
   if (opt_.window || opt_.step_sync) {
     if (!prepass(r, &span, &t.step_ends)) {
       if (!r.error().empty()) {
@@ -617,6 +642,7 @@ bool SummaryModel::add(TraceReader& r) {
         FileTotals::KSlot& s = t.kslot(k.name_id);
         int64_t gs = op.gpu_start, ge = op.gpu_end;
         s.time.add(gs, ge);
+        if (t.sampled) s.add_config(k, gs, ge);
         if (!timed(gs, ge)) {
           t.not_sampled += (op.flags & fmt::kOpNotSampled) != 0;
           break;
@@ -743,12 +769,14 @@ bool SummaryModel::add(TraceReader& r) {
   FileSummary f = file_summary(r, ok);
   merge_file(r, t, f);
   if (f.gpu_sample < 1) {
+    sampled_ = true;
     char what[160];
     std::snprintf(what, sizeof what, "GPU times (%s) sampled in %g%% of the time, one window in each %g ms",
                   f.gpu_timing.c_str(), f.gpu_sample * 100, double(f.gpu_sample_period_ns) / 1e6);
     notes_.push_back(r.path() + ": " + what + ": " + std::to_string(f.not_sampled) +
                      " GPU operations untimed by design. GPU busy and idle time and the Total columns count the "
-                     "timed operations only; counts are exact, and means stand for all launches");
+                     "timed operations only; counts are exact, means stand for all launches, and kernels' "
+                     "Est. total (est_total_ns) estimates all launches per launch configuration");
   }
   files_.insert(std::upper_bound(files_.begin(), files_.end(), f,
                                  [](const FileSummary& a, const FileSummary& b) {
@@ -763,6 +791,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     KernelEntry& e = kernels_[std::string(r.str(s.name_id))];
     e.time.merge(s.time);
     e.comm = s.comm;
+    e.est_ns = sat_add(e.est_ns, t.sampled ? s.estimate() : s.time.total_ns());
     f.kernels += s.time.count;
     f.kernel_ns = sat_add(f.kernel_ns, s.time.total_ns());
     if (s.comm) f.comm_kernel_ns = sat_add(f.comm_kernel_ns, s.time.total_ns());
@@ -878,9 +907,11 @@ std::vector<KernelStat> SummaryModel::kernels() const {
   std::vector<KernelStat> out;
   out.reserve(kernels_.size());
   for (const auto& [name, e] : kernels_) {
-    out.push_back({name, e.time, kernel_precision(name), e.comm});
+    out.push_back({name, e.time, kernel_precision(name), e.comm, e.est_ns});
   }
+  // By estimated GPU time: the measured total unless a file is sampled.
   std::sort(out.begin(), out.end(), [](const KernelStat& a, const KernelStat& b) {
+    if (a.est_ns != b.est_ns) return a.est_ns > b.est_ns;
     if (a.time.total_ns() != b.time.total_ns()) return a.time.total_ns() > b.time.total_ns();
     if (a.time.count != b.time.count) return a.time.count > b.time.count;
     return a.name < b.name;
@@ -997,7 +1028,8 @@ Json SummaryModel::to_json() const {
 
   std::vector<KernelStat> ks = kernels();
   TimeStat all;
-  for (const KernelStat& k : ks) all.merge(k.time);
+  int64_t all_est = 0;
+  for (const KernelStat& k : ks) all.merge(k.time), all_est = sat_add(all_est, k.est_ns);
   j["kernels"] = Json::array();
   for (const KernelStat& k : ks) {
     j["kernels"].push_back({{"name", k.name},
@@ -1013,12 +1045,14 @@ Json SummaryModel::to_json() const {
                             {"share", share(double(k.time.total_ns()), double(all.total_ns()))},
                             {"precision", precision_name(k.precision)},
                             {"communication", k.comm}});
+    if (sampled_) j["kernels"].back()["est_total_ns"] = k.est_ns;
   }
   j["kernel_totals"] = {{"count", all.count},
                         {"untimed", all.untimed},
                         {"names", ks.size()},
                         {"total_ns", all.total_ns()},
                         {"mean_ns", all.mean_ns()}};
+  if (sampled_) j["kernel_totals"]["est_total_ns"] = all_est;
 
   std::array<PrecisionTotal, kPrecisions> prec = precisions();
   j["kernel_precision"] = Json::object();

@@ -177,6 +177,11 @@ struct KernelStat {
   TimeStat time;
   Precision precision = Precision::Other;
   bool comm = false;  // a communication kernel (name starts with "nccl")
+  // GPU time of all its launches: the measured total; in a file whose GPU times are a sample
+  // (--gpu-sample), an estimate per launch configuration (grid, block): the mean of the
+  // configuration's timed launches x its count, the name's mean standing in for a configuration
+  // never timed (one name launched with several sizes takes different times).
+  int64_t est_ns = 0;
 };
 
 struct PrecisionTotal {  // kernels of one inferred precision
@@ -399,6 +404,8 @@ class SummaryModel {
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
   uint64_t skipped_files() const { return skipped_; }
   const std::vector<std::string>& notes() const { return notes_; }
+  // Some file's GPU times are a sample (--gpu-sample): kernels' est_ns estimate all launches.
+  bool sampled() const { return sampled_; }
   // Index into files() of the slowest rank (-1 with fewer than 2 files), and why.
   int slowest_file(std::string* criterion) const;
 
@@ -424,6 +431,7 @@ class SummaryModel {
   struct KernelEntry {
     TimeStat time;
     bool comm = false;
+    int64_t est_ns = 0;  // KernelStat::est_ns
   };
 
   SummaryOptions opt_;
@@ -444,6 +452,7 @@ class SummaryModel {
   int64_t short_ns_ = 0;
   std::vector<FileSummary> files_;
   std::vector<std::string> notes_;
+  bool sampled_ = false;
   uint64_t api_errors_ = 0;
   uint64_t records_ = 0;
   uint64_t captured_ = 0;

@@ -286,17 +286,20 @@
   function tables() {
     const out = [];
     const ks = S.kernels.map((k) => Object.assign({}, k));
+    const sampled = S.kernel_totals.est_total_ns !== undefined;
     out.push(card('Kernels', {full: true, id: 'kernels-table', note: 'click a column to sort'}, CT.table([
       {key: 'name', title: 'Name', cls: 'name'},
       {key: 'count', title: 'Count', num: true, fmt: CT.fmtCount},
       {key: 'total_ns', title: 'Total', num: true, fmt: CT.fmtNs},
+      // A sampled trace (--gpu-sample): Total is the timed launches', Est. total all launches'.
+      ...(sampled ? [{key: 'est_total_ns', title: 'Est. total', num: true, fmt: CT.fmtNs}] : []),
       {key: 'share', title: 'Time %', num: true, fmt: CT.fmtPct},
       {key: 'mean_ns', title: 'Mean', num: true, fmt: CT.fmtNs},
       {key: 'median_ns', title: 'Median', num: true, fmt: CT.fmtNs},
       {key: 'min_ns', title: 'Min', num: true, fmt: CT.fmtNs},
       {key: 'max_ns', title: 'Max', num: true, fmt: CT.fmtNs},
       {key: 'precision', title: 'Precision'},
-    ], ks, {id: 'kernels', sortKey: 'total_ns'})));
+    ], ks, {id: 'kernels', sortKey: sampled ? 'est_total_ns' : 'total_ns'})));
     out.push(card('CUDA API calls', {wide: true}, CT.table([
       {key: 'name', title: 'API', cls: 'name'},
       {key: 'count', title: 'Count', num: true, fmt: CT.fmtCount},

@@ -550,7 +550,10 @@ def gpu_sample_case(s, c, mode):
     c.equal(f"{mode}: summary ranks[0].not_sampled", j["ranks"][0]["not_sampled"], len(untimed))
     c.expect(any("sampled in 25% of the time" in n for n in j["notes"]), f"{mode}: summary notes {j['notes']}")
     untimed_by_type = {t: sum(1 for o in ops[t] if o[2] == 0) for t in ops}
-    if mode == "cupti":
+    k = next((x for x in j["kernels"] if x["name"] == "k_paced"), None)
+    c.require(k and "est_total_ns" in k, f"{mode}: summary kernels {j['kernels']}")
+    if mode == "cupti":  # every launch takes 50 us on the fake GPU, and CUPTI's spans are exact
+        c.equal(f"{mode}: summary est_total_ns of k_paced", k["est_total_ns"], 50000 * k["count"])
         check_fake_gpu_spans(s, c, trace, log, mode, untimed_want={t: n for t, n in untimed_by_type.items() if n})
         # CUPTI collects in the windows only, and stops soon after each (once the window's work
         # has its records): it timed few operations beyond those the trace asked for.

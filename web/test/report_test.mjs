@@ -1,6 +1,7 @@
 // Browser tests of `cutrace report` (run by test/browser/run.sh report, i.e. `make test`): a synthetic
 // 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
-// and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job.
+// and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job; a
+// sampled recording of test/e2e/paced_launches on the fake driver checks the Est. total column.
 import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
@@ -222,4 +223,27 @@ test('a trace cut after its metadata (no operations) still gives a page without 
   assert.ok((await r.page.evaluate(() => window.cutraceTimeline.tracks())).length >= 2);
   assert.deepEqual(r.errors, []);
   await r.page.close();
+});
+
+test('a sampled trace (--gpu-sample): the kernels table has Est. total, equal to the summary est_total_ns', async () => {
+  const job = path.join(dir, 'sampled');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--gpu-timing', 'end', '--gpu-sample', '0.25/40', '--',
+                         path.join(build, 'test/e2e/paced_launches'), '400'], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'sampled.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString());
+  const k = s.kernels.find((x) => x.name === 'k_paced');
+  assert.ok(k && k.est_total_ns > k.total_ns, `k_paced in the summary: ${JSON.stringify(k)}`);
+  const r = await openReport(browser, path.join(dir, 'sampled.html'));
+  const est = await r.page.$$eval('[data-table="kernels"] tbody tr', (trs) => trs.map((tr) => ({
+    name: tr.querySelector('[data-col="name"]').textContent,
+    est: tr.querySelector('[data-col="est_total_ns"]').textContent})));
+  const row = est.find((x) => x.name === 'k_paced');
+  assert.ok(row, 'k_paced is in the kernels table');
+  assertNs(row.est, k.est_total_ns, 'k_paced Est. total');
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+  // An unsampled trace has no such column.
+  assert.equal(await page.locator('[data-table="kernels"] [data-col="est_total_ns"]').count(), 0);
 });
