@@ -328,8 +328,12 @@ void Collector::periodic(int64_t now) {
     clock_.update();
     // GPU clock anchors (an event recorded on a private stream) only inside capture windows:
     // outside them the shim adds no work to the GPU (profiler_api_window_and_nothing_outside
-    // saw one when a run was slow enough for a 100 ms anchor to fall after cuProfilerStop).
-    if (g_capture_on.load(std::memory_order_relaxed)) gpu_.tick(now);
+    // saw one when a run was slow enough for a 100 ms anchor to fall after cuProfilerStop, and,
+    // under TSan, one decided just before the window closed and recorded just after: hence
+    // g_gpu_anchoring, which the closing thread waits on).
+    g_gpu_anchoring.store(true, std::memory_order_seq_cst);
+    if (g_capture_on.load(std::memory_order_seq_cst)) gpu_.tick(now);
+    g_gpu_anchoring.store(false, std::memory_order_release);
     if (g_timing == GpuTiming::Cupti) cupti_flush();
     last_clock_ = now;
   }

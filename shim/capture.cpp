@@ -1,6 +1,7 @@
 #include "shim/capture.h"
 #include <fnmatch.h>
 #include <atomic>
+#include <thread>
 #include "collector/collector.h"
 #include "collector/cupti_source.h"
 #include "collector/format.h"
@@ -49,7 +50,8 @@ void capture_begin_from_app(const char* reason) {
 void capture_end_from_app(const char* reason) {
   if (!g_capture_on.load(std::memory_order_relaxed)) return;
   publish_edge(fmt::WindowEdge::End, reason);
-  g_capture_on.store(false, std::memory_order_relaxed);
+  g_capture_on.store(false, std::memory_order_seq_cst);
+  while (g_gpu_anchoring.load(std::memory_order_seq_cst)) std::this_thread::yield();  // shim/config.h
   if (g_timing == GpuTiming::Cupti) cupti_window(false);
 }
 

@@ -11,6 +11,7 @@ namespace cutrace {
 std::atomic<bool> g_capture_on{false};
 std::atomic<int> g_active_captures{0};
 std::atomic<bool> g_gpu_sample_on{true};
+std::atomic<bool> g_gpu_anchoring{false};
 
 static Config* g_config = new Config();  // never destroyed: used until the last atexit handler
 

@@ -55,6 +55,13 @@ void load_config();
 extern std::atomic<bool> g_capture_on;
 inline bool capture_on() { return __builtin_expect(g_capture_on.load(std::memory_order_relaxed), 1); }
 
+// True while the collector decides on and records a GPU clock anchor (an event on its own
+// stream), which it does only inside capture windows. An app thread that closes a window waits
+// for it to drop (at that edge only, microseconds), so that no anchor reaches the GPU after the
+// window closed. Both sides use seq_cst: either the collector sees the window closed, or the
+// closing thread sees the anchor in progress.
+extern std::atomic<bool> g_gpu_anchoring;
+
 // GPU-timing sample (CUTRACE_GPU_SAMPLE): false while the collector's schedule is between
 // windows; always true without sampling. Read (relaxed) by each GPU operation's wrapper.
 extern std::atomic<bool> g_gpu_sample_on;
