@@ -158,7 +158,11 @@ def run(a):
                     row.update(torch_stats(os.path.join(scratch, "trace.json")))
                 results.write(json.dumps(row) + "\n")
                 results.flush()
-                print(json.dumps(row), flush=True)
+                if a.brief:
+                    print(rep, cfg, row["metric"], row["wall_s"], "missing", row.get("gpu_times_missing"),
+                          row.get("error", "")[:200], flush=True)
+                else:
+                    print(json.dumps(row), flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
     table(a)
 
@@ -249,6 +253,8 @@ def main():
     ap.add_argument("--cutrace", default=os.environ.get("CUTRACE", os.path.join(REPO, "build", "bin", "cutrace")))
     ap.add_argument("--workloads-dir", default=os.environ.get("WORKLOADS", os.path.join(REPO, "..", "shared", "workloads")))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--brief", action="store_true",
+                    help="run: print each run as REP CONFIG METRIC WALL_S missing GPU_TIMES_MISSING [ERROR], not JSON")
     ap.add_argument("--cpus", help="run every command under `taskset -c CPUS` (e.g. 2-9)")
     a = ap.parse_args()
     run(a) if a.what == "run" else table(a)

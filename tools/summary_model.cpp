@@ -35,6 +35,12 @@ int64_t meta_int(const TraceReader& r, std::string_view key, int64_t fallback) {
   return *end == '\0' ? x : fallback;
 }
 
+// Meta gpu_sample: the fraction of the time GPU times were taken in (--gpu-sample); 1 without.
+double meta_gpu_sample(const TraceReader& r) {
+  std::string v(r.meta("gpu_sample"));
+  return v.empty() ? 1 : std::strtod(v.c_str(), nullptr);
+}
+
 bool is_comm_kernel(std::string_view name) { return name.compare(0, 4, "nccl") == 0; }
 
 // ---- glob ------------------------------------------------------------------------------------
@@ -605,7 +611,7 @@ bool SummaryModel::add(TraceReader& r) {
   span.lo = opt_.from_ns;
   span.hi = opt_.to_ns;
   FileTotals t(opt_, r);
-  if (std::string g(r.meta("gpu_sample")); !g.empty()) t.sampled = std::strtod(g.c_str(), nullptr) < 1;
+  t.sampled = meta_gpu_sample(r) < 1;
   if (opt_.window || opt_.step_sync) {
     if (!prepass(r, &span, &t.step_ends)) {
       if (!r.error().empty()) {
@@ -896,7 +902,7 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.read_error = !read_ok;
   f.exit_status = meta_int(r, "exit_status", -1);
   f.gpu_timing = r.meta("gpu_timing");
-  if (std::string s(r.meta("gpu_sample")); !s.empty()) f.gpu_sample = std::strtod(s.c_str(), nullptr);
+  f.gpu_sample = meta_gpu_sample(r);
   f.gpu_sample_period_ns = meta_int(r, "gpu_sample_period_ns", 0);
   return f;
 }

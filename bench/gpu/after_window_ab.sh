@@ -23,15 +23,4 @@ for ((rep = 1; rep <= REPS; rep++)); do
   order=(base new old); ((rep % 2 == 0)) && order=(old new base)
   for c in "${order[@]}"; do echo "$rep $c $(run "$c")" | tee -a "$OUT/ab.txt"; done
 done
-python3 - "$OUT/ab.txt" <<'PY'
-import collections, statistics, sys
-runs = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
-    rep, cfg, *v = line.split()
-    if v: runs[int(rep)][cfg] = float(v[0])
-for cfg in ["base", "new", "old"]:
-    vals = [r[cfg] for r in runs.values() if cfg in r]
-    d = sorted(r[cfg] - r["base"] for r in runs.values() if cfg in r and "base" in r)
-    print(f"{cfg:4s} median {statistics.median(vals):.3f} us/launch; paired vs base median {statistics.median(d):+.3f} "
-          f"({d[0]:+.3f}..{d[-1]:+.3f})")
-PY
+python3 "$(dirname "$0")/paired.py" "$OUT/ab.txt" base new old

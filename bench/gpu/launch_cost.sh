@@ -27,17 +27,4 @@ for ((rep = 1; rep <= REPS; rep++)); do
   ((rep % 2 == 0)) && order=(cupti end none off base)
   for c in "${order[@]}"; do echo "$rep $c $(run "$c")" | tee -a "$OUT/runs.txt"; done
 done
-python3 - "$OUT/runs.txt" <<'PY'
-import collections, statistics, sys
-runs = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
-    rep, cfg, *v = line.split()
-    if v: runs[int(rep)][cfg] = float(v[0])
-print("config   us/launch (median)  added vs base, paired (median, min..max)")
-for cfg in ["base", "off", "none", "end", "cupti"]:
-    vals = [r[cfg] for r in runs.values() if cfg in r]
-    d = sorted(r[cfg] - r["base"] for r in runs.values() if cfg in r and "base" in r)
-    if not vals: continue
-    extra = "" if cfg == "base" else "%+.2f (%+.2f..%+.2f)" % (statistics.median(d), d[0], d[-1])
-    print("%-8s %8.2f            %s" % (cfg, statistics.median(vals), extra))
-PY
+python3 "$(dirname "$0")/paired.py" "$OUT/runs.txt" base off none end cupti

@@ -33,13 +33,4 @@ done
 
 step "GPT small (100 timed steps) overhead: bench/suite.py, $REPS repetitions (ABBA), taskset -c 2-5"
 python3 bench/suite.py run "$OUT/suite" --workloads small100 --reps "$REPS" --cpus 2-5 --cutrace "$CT" \
-  --workloads-dir "$W" --configs "$CONFIGS" |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    if line.startswith("{"):
-        r = json.loads(line)
-        print(r["rep"], r["config"], r["metric"], r.get("wall_s"), "missing", r.get("gpu_times_missing"),
-              r.get("error", "")[:200])
-    else:
-        print(line, end="")'
+  --workloads-dir "$W" --configs "$CONFIGS" --brief

@@ -33,18 +33,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
   order=(base idle after); ((rep % 2 == 0)) && order=(after idle base)
   for c in "${order[@]}"; do echo "$rep $c $(aw "$c")" | tee -a "$OUT/aw.txt"; done
 done
-python3 - "$OUT/aw.txt" <<'PY'
-import collections, statistics, sys
-runs = collections.defaultdict(dict)
-for line in open(sys.argv[1]):
-    rep, cfg, *v = line.split()
-    if v: runs[int(rep)][cfg] = float(v[0])
-for cfg in ["base", "idle", "after"]:
-    vals = [r[cfg] for r in runs.values() if cfg in r]
-    d = sorted(r[cfg] - r["base"] for r in runs.values() if cfg in r and "base" in r)
-    print(f"{cfg:6s} median {statistics.median(vals):.3f} us/launch; paired vs base median {statistics.median(d):+.3f} "
-          f"({d[0]:+.3f}..{d[-1]:+.3f})")
-PY
+python3 "$(dirname "$0")/paired.py" "$OUT/aw.txt" base idle after
 
 step "GPT small: truth, cutrace --gpu-sample 0.1"
 python3 "$W/train_gpt.py" --preset small --nvtx --torch-profiler cuda --truth "$OUT/truth.json" 2>/dev/null | tail -1 | cut -c1-100
@@ -55,13 +44,4 @@ python3 bench/compare_truth.py --cutrace "$CT" "$OUT/s10" "$OUT/truth.json" --to
 
 step "GPT small (100 timed steps) overhead: bench/suite.py, $REPS repetitions (ABBA), taskset -c 2-5"
 python3 bench/suite.py run "$OUT/suite" --workloads small100 --reps "$REPS" --cpus 2-5 --cutrace "$CT" \
-  --workloads-dir "$W" --configs base,cutrace-sample10,cutrace-sample20,cutrace-none |
-  python3 -c '
-import json, sys
-for line in sys.stdin:
-    if line.startswith("{"):
-        r = json.loads(line)
-        print(r["rep"], r["config"], r["metric"], r.get("wall_s"), "missing", r.get("gpu_times_missing"),
-              r.get("error", "")[:200])
-    else:
-        print(line, end="")'
+  --workloads-dir "$W" --configs base,cutrace-sample10,cutrace-sample20,cutrace-none --brief
