@@ -37,6 +37,14 @@ std::atomic<long> g_matches{0};
 __thread int t_depth = 0;
 __thread int t_window_depth = -1;
 
+// Is the k-th matching range (0-based) one to capture? A-B, and with a period N also A+N..B+N, ...
+bool wanted_range(const Config& c, long k) {
+  if (k < c.steps_first) return false;
+  if (c.steps_last < 0) return true;
+  long off = c.steps_every > 0 ? (k - c.steps_first) % c.steps_every : k - c.steps_first;
+  return off <= c.steps_last - c.steps_first;
+}
+
 }  // namespace
 
 void capture_begin_from_app(const char* reason) {
@@ -60,8 +68,7 @@ void capture_nvtx_push(const char* name) {
   int depth = t_depth++;
   if (c.capture != CaptureRange::Nvtx || !name || fnmatch(c.nvtx_glob.c_str(), name, 0) != 0) return;
   long k = g_matches.fetch_add(1, std::memory_order_relaxed);
-  bool wanted = k >= c.steps_first && (c.steps_last < 0 || k <= c.steps_last);
-  if (wanted && !g_capture_on.load(std::memory_order_relaxed)) {
+  if (wanted_range(c, k) && !g_capture_on.load(std::memory_order_relaxed)) {
     t_window_depth = depth;
     capture_begin_from_app("nvtx");
   }
@@ -72,7 +79,7 @@ void capture_nvtx_pop() {
   if (t_depth > 0) --t_depth;
   if (c.capture != CaptureRange::Nvtx || t_window_depth != t_depth) return;
   long seen = g_matches.load(std::memory_order_relaxed);
-  if (c.steps_last >= 0 && seen > c.steps_last) {  // the last wanted range just ended
+  if (!wanted_range(c, seen)) {  // the last wanted range of a block just ended
     t_window_depth = -1;
     capture_end_from_app("nvtx");
   }

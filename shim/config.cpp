@@ -62,6 +62,13 @@ void load_config() {
     c.steps_first = strtol(v, &end, 10);
     c.steps_last = (end && *end == '-') ? strtol(end + 1, nullptr, 10) : c.steps_first;
   }
+  if (const char* v = env("CUTRACE_CAPTURE_REPEAT")) {
+    c.steps_every = strtol(v, nullptr, 10);
+    if (c.steps_every <= c.steps_last - c.steps_first || c.steps_last < 0) {
+      log_warn("CUTRACE_CAPTURE_REPEAT=%s needs CUTRACE_CAPTURE_STEPS=A-B and a period > B-A; capturing A-B once", v);
+      c.steps_every = 0;
+    }
+  }
   if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v);
   if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
   if (const char* v = env("CUTRACE_GPU_SAMPLE"); v && !parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))

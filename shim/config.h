@@ -37,6 +37,7 @@ struct Config {
   std::string nvtx_glob;       // CUTRACE_CAPTURE_NVTX: name pattern (fnmatch) of the trigger ranges
   long steps_first = 0;        // CUTRACE_CAPTURE_STEPS=A-B: the A-th..B-th matching ranges (0-based)
   long steps_last = -1;        // -1: every matching range
+  long steps_every = 0;        // CUTRACE_CAPTURE_REPEAT=N: A-B again every N matching ranges (0: once)
   double delay_s = 0;          // CUTRACE_DELAY: capture starts this long after the first CUDA use
   double duration_s = 0;       // CUTRACE_DURATION: and lasts this long (0 = to the end)
   // CUTRACE_GPU_SAMPLE=FRACTION[/PERIOD_MS]: take GPU times only during FRACTION of the time, one

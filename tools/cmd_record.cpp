@@ -29,6 +29,7 @@ struct RecordOptions {
   bool verbose = false;
   std::string capture_range = "process";
   std::string capture_steps;
+  long capture_repeat = 0;
   double delay = 0, duration = 0;
   std::vector<std::string> command;
 };
@@ -138,6 +139,13 @@ int run_record(const RecordOptions& o) {
   setenv("CUTRACE_CAPTURE_RANGE", range.c_str(), 1);
   if (!pattern.empty()) setenv("CUTRACE_CAPTURE_NVTX", pattern.c_str(), 1);
   if (!o.capture_steps.empty()) setenv("CUTRACE_CAPTURE_STEPS", o.capture_steps.c_str(), 1);
+  if (o.capture_repeat > 0) {
+    if (o.capture_steps.empty()) {
+      fprintf(stderr, "cutrace record: --capture-repeat needs --capture-steps A-B\n");
+      return 2;
+    }
+    setenv("CUTRACE_CAPTURE_REPEAT", std::to_string(o.capture_repeat).c_str(), 1);
+  }
   if (o.delay > 0) setenv("CUTRACE_DELAY", std::to_string(o.delay).c_str(), 1);
   if (o.duration > 0) setenv("CUTRACE_DURATION", std::to_string(o.duration).c_str(), 1);
 
@@ -190,6 +198,10 @@ void add_record_command(CLI::App& app) {
                   "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())");
   sub->add_option("--capture-steps", opts->capture_steps,
                   "With nvtx:PATTERN, capture the A-th to B-th matching ranges (0-based), e.g. 100-120");
+  sub->add_option("--capture-repeat", opts->capture_repeat,
+                  "With --capture-steps A-B: capture A-B again every N matching ranges (A+N..B+N, ...), "
+                  "e.g. --capture-steps 100-109 --capture-repeat 1000")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--delay", opts->delay, "Start capturing this many seconds after the first CUDA use");
   sub->add_option("--duration", opts->duration, "Stop each capture window after this many seconds");
   sub->add_option("command", opts->command, "The command to run (after --)")->required();

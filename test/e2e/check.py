@@ -1175,6 +1175,28 @@ def nvtx_window_captures_exactly_the_chosen_steps(s, c):
 
 
 @test
+def nvtx_window_repeats_every_n_steps(s, c):
+    """--capture-steps 0-0 --capture-repeat 2: steps 0, 2 and 4 of nvtx_app, each its own window
+    (a block that does not close would hold step_1 and step_3 too)."""
+    d = s.tmpdir("nvtxrep")
+    s.record(c, d, [s.prog("nvtx_app")],
+             opts=["--capture-range", "nvtx:step_*", "--capture-steps", "0-0", "--capture-repeat", "2"])
+    j = s.summary(c, d)
+    steps = sorted(n for n in ranges_by_name(j) if n.startswith("step_"))
+    c.equal("step ranges in the windows", steps, ["step_0", "step_2", "step_4"])
+    c.equal("kernels in the windows", sum(k["count"] for k in j["kernels"]), 9)
+    wins = dump_fields(s, c, os.path.join(d, traces(d)[0]), "Window")
+    c.equal("window edges", [w.get("edge") for w in wins], ["begin", "end"] * 3)
+    # A period no longer than the block cannot repeat it: one warning, A-B captured once.
+    d2 = s.tmpdir("nvtxrep_bad")
+    p = s.record(c, d2, [s.prog("nvtx_app")],
+                 opts=["--capture-range", "nvtx:step_*", "--capture-steps", "1-2", "--capture-repeat", "1"])
+    c.expect("CUTRACE_CAPTURE_REPEAT=1 needs" in p.stderr, f"no warning: {tail(p.stderr)!r}")
+    steps = sorted(n for n in ranges_by_name(s.summary(c, d2)) if n.startswith("step_"))
+    c.equal("steps with a period <= B-A", steps, ["step_1", "step_2"])
+
+
+@test
 def profiler_api_window_and_nothing_outside(s, c):
     """--capture-range=cudaProfilerApi: window_app launches 4 kernels, cuProfilerStart, 3
     kernels, cuProfilerStop, 5 kernels: only the 3 are recorded, and outside the window the
