@@ -7,7 +7,8 @@ one call) cancels out. train_gpt.py is run as it is; its `step_ms_each` gives ev
 
     python3 bench/gpu/window_ab.py OUT [--reps 3] [--configs base,cupti,end,none,cupti-s20,cupti-once]
                                        [--block 10] [--steps 160] [--cpus 2-9]
-    python3 bench/gpu/window_ab.py --from RUNS.jsonl... --block B   (the tables again, runs pooled)
+    python3 bench/gpu/window_ab.py --from RUNS.jsonl... --block B [--ops-per-step N]   (the tables
+        again, runs pooled; GPT small: 2,021 GPU operations a step, 1,901 kernels and 120 memsets)
 
 Per run, each cycle of an `on` block (recorded) and the `off` block after it gives one ratio: the
 median of the on block's middle steps over the off block's (the first two and the last step of a
@@ -75,14 +76,18 @@ def middle(each, lo, hi):
     return statistics.median(v) if v and None not in v else None
 
 
-def cycle_ratios(each, block):
+def cycle_pairs(each, block):  # (on, off) middle-step medians of each cycle, ms
     out, lo = [], block
     while True:
         on, off = middle(each, lo, lo + block - 1), middle(each, lo + block, lo + 2 * block - 1)
         if on is None or off is None:
             return out
-        out.append(on / off)
+        out.append((on, off))
         lo += 2 * block
+
+
+def cycle_ratios(each, block):
+    return [on / off for on, off in cycle_pairs(each, block)]
 
 
 def off_median(each, block):
@@ -104,23 +109,34 @@ def spread(v):
     return "%.4f (%.4f..%.4f, n=%d)" % (statistics.median(v), v[0], v[-1], len(v)) if v else "-"
 
 
-def pooled(runs, cfgs, block):
-    logs = {c: [math.log(x) for r in runs if r["cfg"] == c for x in cycle_ratios(r["each"], block)] for c in cfgs}
+def less_base(v, b):  # mean of v less mean of b, and the half width of its 95% interval
+    return statistics.mean(v) - statistics.mean(b), 1.96 * (statistics.variance(v) / len(v) + statistics.variance(b) / len(b)) ** .5
+
+
+def pooled(runs, cfgs, block, ops):
+    pairs = {c: [p for r in runs if r["cfg"] == c for p in cycle_pairs(r["each"], block)] for c in cfgs}
     pct = lambda x: 100 * (math.exp(x) - 1)
-    print("\nconfig       cycles  on/off, geometric mean (95%)     less the base runs' (95%): cost of recording")
-    b = logs.get("base", [])
-    for c, v in logs.items():
+    print("\nconfig       cycles  on/off, geometric mean (95%%)   less the base runs' (95%%): cost of recording;"
+          " on-off step ms less base's%s" % (", us per GPU operation (%d a step)" % ops if ops else ""))
+    b = [math.log(on / off) for on, off in pairs.get("base", [])]
+    bd = [on - off for on, off in pairs.get("base", [])]
+    for c, ps in pairs.items():
+        v = [math.log(on / off) for on, off in ps]
         if len(v) < 2:
             continue
-        m, var = statistics.mean(v), statistics.variance(v) / len(v)
-        line = "%-12s %6d  %+6.2f%% (%+.2f..%+.2f)" % (c, len(v), pct(m), pct(m - 1.96 * var ** .5), pct(m + 1.96 * var ** .5))
+        m, h = statistics.mean(v), 1.96 * (statistics.variance(v) / len(v)) ** .5
+        line = "%-12s %6d  %+6.2f%% (%+.2f..%+.2f)" % (c, len(v), pct(m), pct(m - h), pct(m + h))
         if c != "base" and len(b) > 1:
-            d, se = m - statistics.mean(b), (var + statistics.variance(b) / len(b)) ** .5
-            line += "        %+6.2f%% (%+.2f..%+.2f)" % (pct(d), pct(d - 1.96 * se), pct(d + 1.96 * se))
+            d, h = less_base(v, b)
+            line += "      %+6.2f%% (%+.2f..%+.2f)" % (pct(d), pct(d - h), pct(d + h))
+            d, h = less_base([on - off for on, off in ps], bd)
+            line += "   %+.3f ms (%+.3f..%+.3f)" % (d, d - h, d + h)
+            if ops:
+                line += "   %+.2f us (%+.2f..%+.2f)" % tuple(1000 * x / ops for x in (d, d - h, d + h))
         print(line)
 
 
-def table(runs, cfgs, block):
+def table(runs, cfgs, block, ops=0):
     base = {r["rep"]: r for r in runs if r["cfg"] == "base"}
     print("\nconfig       on/off per cycle, median (min..max)   run medians of on/off     off vs base (same rep)    post/pre (-once)")
     for cfg in cfgs:
@@ -137,13 +153,14 @@ def table(runs, cfgs, block):
         ob = [off_median(r["each"], block) / off_median(base[r["rep"]]["each"], block)
               for r in rs if r["rep"] in base and cfg != "base"]
         print("%-12s %-38s %-25s %s" % (cfg, spread(cyc), spread(per_run), spread(ob)))
-    pooled(runs, [c for c in cfgs if not c.endswith("-once")], block)
+    pooled(runs, [c for c in cfgs if not c.endswith("-once")], block, ops)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?")
     ap.add_argument("--from", dest="files", nargs="+", help="analyse these runs.jsonl files (pooled) instead of running")
+    ap.add_argument("--ops-per-step", type=int, default=0, help="GPU operations per step: print the cost per operation")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--configs", default="base,cupti,end,none,cupti-s20,cupti-once")
     ap.add_argument("--block", type=int, default=10)
@@ -161,7 +178,7 @@ def main():
                 r["rep"] = (n, r["rep"])
                 runs.append(r)
         seen = [r["cfg"] for r in runs]
-        return table(runs, sorted(set(seen), key=seen.index), a.block)
+        return table(runs, sorted(set(seen), key=seen.index), a.block, a.ops_per_step)
     if not a.out:
         ap.error("OUT is needed to run")
     os.makedirs(a.out, exist_ok=True)
@@ -178,7 +195,7 @@ def main():
                 runs.append(r)
                 extra = "" if cfg == "base" else "  kernels %d, without GPU time %d" % (r["kernels"], r["missing"])
                 print("rep %d %-11s median step %.3f ms%s" % (rep, cfg, statistics.median(r["each"]), extra), flush=True)
-    table(runs, cfgs, a.block)
+    table(runs, cfgs, a.block, a.ops_per_step)
 
 
 if __name__ == "__main__":
