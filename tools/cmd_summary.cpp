@@ -535,6 +535,46 @@ void print_steps(const SummaryModel& m) {
   h.print(stdout);
 }
 
+// One row per capture window, when a file has more than one (--capture-repeat, cudaProfilerApi,
+// manual): how the job changed over the run. More than `top` windows in a file: evenly spaced ones.
+void print_windows(const SummaryModel& m, size_t top) {
+  const auto& files = m.files();
+  if (std::none_of(files.begin(), files.end(), [](const FileSummary& f) { return f.windows.size() > 1; })) return;
+  section("Capture windows");
+  bool ranks = files.size() > 1;
+  std::vector<Table::Column> cols;
+  if (ranks) cols.push_back({"Rank", Align::Right});
+  for (const char* c : {"Window", "Start", "Length", "Steps", "Step median", "Step mean", "Kernels", "Kernel time"})
+    cols.push_back({c, Align::Right});
+  Table t(cols);
+  std::vector<std::string> notes;
+  for (const FileSummary& f : files) {
+    size_t n = f.windows.size();
+    if (n == 0) continue;
+    size_t shown = std::min(n, top);
+    int64_t t0 = f.windows[0].begin_ns;
+    for (size_t k = 0; k < shown; ++k) {
+      const cutrace::WindowSummary& w = f.windows[shown == n ? k : (n == 1 ? 0 : k * (n - 1) / (shown - 1))];
+      std::vector<std::string> row;
+      if (ranks) row.push_back(rank_label(f.rank));
+      bool steps = w.steps.n != 0;
+      row.insert(row.end(), {std::to_string(w.index), human_ns(w.begin_ns - t0),
+                             w.end_ns >= 0 ? human_ns(w.end_ns - w.begin_ns) : "(open)", human_count(w.steps.n),
+                             steps ? human_ns(w.steps.median()) : "-", steps ? human_ns(w.steps.mean()) : "-",
+                             human_count(w.kernels), human_ns(w.kernel_ns)});
+      t.row(row);
+    }
+    if (shown < n)
+      notes.push_back(fmt::format("{} windows{}: {} shown, evenly spaced (--top N for more)", n,
+                                  ranks ? " of rank " + rank_label(f.rank) : "", shown));
+    if (f.windows_beyond)
+      notes.push_back(fmt::format("{} more windows{} not tabled (over {})", f.windows_beyond,
+                                  ranks ? " of rank " + rank_label(f.rank) : "", FileSummary::kMaxWindows));
+  }
+  t.print(stdout);
+  for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
+}
+
 void print_ranks(const SummaryModel& m) {
   if (m.files().size() < 2) return;
   std::string criterion;
@@ -576,6 +616,7 @@ void print_text(const SummaryModel& m, size_t top) {
   print_sync_sites(m);
   print_ranges(m, top);
   print_steps(m);
+  print_windows(m, top);
   print_ranks(m);
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());

@@ -168,6 +168,23 @@ Json nvml_json(const NvmlStat& s) {
 
 Json opt_int(bool has, int64_t v) { return has ? Json(v) : Json(nullptr); }
 
+Json windows_json(const FileSummary& f) {
+  Json a = Json::array();
+  for (const WindowSummary& w : f.windows) {
+    a.push_back({{"index", w.index},
+                 {"begin_ns", w.begin_ns},
+                 {"end_ns", opt_int(w.end_ns >= 0, w.end_ns)},
+                 {"kernels", w.kernels},
+                 {"kernel_ns", w.kernel_ns},
+                 {"steps", {{"count", w.steps.n},
+                            {"cpu_mean_ns", w.steps.mean()},
+                            {"cpu_median_ns", w.steps.median()},
+                            {"cpu_min_ns", w.steps.min},
+                            {"cpu_max_ns", w.steps.max}}}});
+  }
+  return a;
+}
+
 }  // namespace
 
 bool glob_match(std::string_view pattern, std::string_view text) {
@@ -426,6 +443,8 @@ struct SummaryModel::FileTotals {
   std::vector<int64_t> step_ends;              // --step-sync: sorted synchronisation ends
   bool by_sync_steps = false;                  // step_ends.size() >= 2
   std::vector<int64_t> step_lo, step_hi;       // per step: GPU span of its operations
+  std::vector<WindowSummary> windows;  // FileSummary::windows, by begin time
+  uint64_t windows_beyond = 0;
   std::vector<Worst> worst;
   int64_t worst_floor = std::numeric_limits<int64_t>::min();
   std::vector<int64_t> stream_end;  // by stream id: latest GPU end seen
@@ -530,6 +549,39 @@ struct SummaryModel::FileTotals {
       steps.add(std::max<int64_t>(0, g.cpu_end - g.cpu_begin), timed(gs, ge), ge - gs);
     }
   }
+  // A file's records are not in time order (a packed block groups them by type): the edges are
+  // collected here, and the records go to their windows by time afterwards (window_pass()).
+  void window_edge(const fmt::WindowRec& w, bool in_span) {
+    if (w.edge == uint8_t(fmt::WindowEdge::Begin)) {
+      if (!in_span) return;
+      if (windows.size() >= FileSummary::kMaxWindows) {
+        ++windows_beyond;
+        return;
+      }
+      windows.emplace_back();
+      windows.back().index = w.index;
+      windows.back().begin_ns = w.ts;
+    } else if (w.edge == uint8_t(fmt::WindowEdge::End)) {
+      for (auto it = windows.rbegin(); it != windows.rend(); ++it) {
+        if (it->index == w.index) {
+          it->end_ns = w.ts;
+          break;
+        }
+      }
+    }
+  }
+  // The window that holds time t (the last one opened at or before t); null: none.
+  WindowSummary* window_at(int64_t t) {
+    auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                               [](int64_t v, const WindowSummary& w) { return v < w.begin_ns; });
+    return it == windows.begin() ? nullptr : &*std::prev(it);
+  }
+  // --step-sync steps, known only at the end: each to the window it ended in.
+  void sync_steps_to_windows() {
+    for (size_t i = 0; i + 1 < step_ends.size(); ++i) {
+      if (WindowSummary* w = window_at(step_ends[i + 1])) w->steps.add(step_ends[i + 1] - step_ends[i]);
+    }
+  }
   void add_mark(uint32_t name_id) {
     auto it = marks.find(name_id);
     if (it != marks.end()) ++it->second;
@@ -600,6 +652,27 @@ bool SummaryModel::prepass(TraceReader& r, Span* span, std::vector<int64_t>* ste
     if (span->in(t)) step_ends->push_back(t);
   }
   return ok;
+}
+
+// Second pass, only over files with more than one capture window: kernels and steps to the
+// window they began in (sync steps were assigned from their ends already).
+bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) {
+  std::sort(t.windows.begin(), t.windows.end(),
+            [](const WindowSummary& a, const WindowSummary& b) { return a.begin_ns < b.begin_ns; });
+  return r.read([&](const Record& rec) {
+    if (rec.type() == fmt::RecType::Kernel) {
+      const fmt::OpCommon& op = rec.as<fmt::KernelRec>().op;
+      if (!span.in(op.cpu_begin) || (op.flags & fmt::kOpCaptured)) return;
+      WindowSummary* w = t.window_at(op.cpu_begin);
+      if (!w) return;
+      ++w->kernels;
+      if (timed(op.gpu_start, op.gpu_end)) w->kernel_ns = sat_add(w->kernel_ns, sat_sub(op.gpu_end, op.gpu_start));
+    } else if (rec.type() == fmt::RecType::Range && rec.size() >= sizeof(fmt::RangeRec) && opt_.step_sync == 0) {
+      const auto& g = rec.as<fmt::RangeRec>();
+      if (!span.in(g.cpu_begin) || !t.step_name(g.name_id)) return;
+      if (WindowSummary* w = t.window_at(g.cpu_begin)) w->steps.add(std::max<int64_t>(0, g.cpu_end - g.cpu_begin));
+    }
+  });
 }
 
 bool SummaryModel::add(TraceReader& r) {
@@ -736,6 +809,11 @@ bool SummaryModel::add(TraceReader& r) {
         t.api(a.api).add(a.cpu_begin, a.cpu_end);
         break;
       }
+      case fmt::RecType::Window: {
+        const auto& w = rec.as<fmt::WindowRec>();
+        t.window_edge(w, span.in(w.ts));
+        break;
+      }
       case fmt::RecType::Range:  // the size check matters only to a reader that predates Range
         if (rec.size() >= sizeof(fmt::RangeRec) && span.in(rec.as<fmt::RangeRec>().cpu_begin)) {
           t.add_range(rec.as<fmt::RangeRec>());
@@ -772,6 +850,7 @@ bool SummaryModel::add(TraceReader& r) {
     }
   });
   records_ += r.status().records;
+  if (ok && t.windows.size() > 1) ok = window_pass(r, t, span);
   FileSummary f = file_summary(r, ok);
   merge_file(r, t, f);
   if (f.gpu_sample < 1) {
@@ -856,8 +935,11 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     bool gpu = t.step_hi[i] != 0;
     t.steps.add(t.step_ends[i + 1] - t.step_ends[i], gpu, t.step_hi[i] - t.step_lo[i]);
   }
+  t.sync_steps_to_windows();
   steps_.merge(t.steps);
   f.steps = std::move(t.steps);
+  f.windows = std::move(t.windows);
+  f.windows_beyond = t.windows_beyond;
 
   for (const FileTotals::Worst& w : t.worst) {
     worst_.push_back({w.latency, std::string(r.str(w.name_id)), f.rank, f.file, w.corr, w.cpu_end,
@@ -1222,6 +1304,8 @@ Json SummaryModel::to_json() const {
                     {"cpu_median_ns", f.steps.cpu_percentile(0.5)},
                     {"gpu_mean_ns", f.steps.gpu.mean()},
                     {"gpu_median_ns", f.steps.gpu_percentile(0.5)}}},
+         {"windows", windows_json(f)},
+         {"windows_beyond", f.windows_beyond},
          {"gpu_busy_ns", fb.busy_ns()},
          {"gpu_elapsed_ns", fb.elapsed_ns()},
          {"breakdown", breakdown_json(fb)},

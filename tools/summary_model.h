@@ -310,6 +310,16 @@ struct DeviceActivity {  // what one device of one file did
   GpuBreakdown timeline;
 };
 
+// One capture window of one file (between its Window edges) and what it holds.
+struct WindowSummary {
+  uint32_t index = 0;     // the window's number in its file (0, 1, 2, ...)
+  int64_t begin_ns = 0;
+  int64_t end_ns = -1;    // -1: no end edge (the file ends inside the window)
+  uint64_t kernels = 0;   // launches (captured ones excluded)
+  int64_t kernel_ns = 0;  // GPU time of the timed ones
+  Dist steps;             // CPU durations of its steps
+};
+
 struct FileSummary {  // one trace file: one process, usually one rank
   std::string file;
   std::string host;
@@ -334,6 +344,10 @@ struct FileSummary {  // one trace file: one process, usually one rank
   int64_t kernel_ns = 0;         // GPU time of timed kernels
   int64_t comm_kernel_ns = 0;    // ... of communication kernels
   StepStats steps;
+  // Capture windows in the order they opened: the first kMaxWindows, then only counted.
+  static constexpr size_t kMaxWindows = 4096;
+  std::vector<WindowSummary> windows;
+  uint64_t windows_beyond = 0;
   std::vector<DeviceActivity> activity;  // devices with timed GPU work, by device
   std::vector<NvmlStat> nvml;            // devices with GPU samples, by device
   uint64_t cpu_samples = 0;
@@ -416,6 +430,7 @@ class SummaryModel {
   struct FileTotals;
   struct Span;
   bool prepass(TraceReader& r, Span* span, std::vector<int64_t>* step_ends);
+  bool window_pass(TraceReader& r, FileTotals& t, const Span& span);
   void merge_file(const TraceReader& r, FileTotals& t, FileSummary& f);
   FileSummary file_summary(const TraceReader& r, bool read_ok) const;
 

@@ -346,6 +346,41 @@
     return out;
   }
 
+  // Files with more than one capture window (--capture-repeat, cudaProfilerApi, manual): the job
+  // window by window, to see how it changed over the run.
+  function windowCards() {
+    const ranks = S.ranks.filter((r) => r.windows && r.windows.length > 1);
+    if (!ranks.length) return [];
+    const rows = [];
+    for (const r of ranks) {
+      const t0 = r.windows[0].begin_ns;
+      for (const w of r.windows) {
+        rows.push({rank: r.rank, window: w.index, start: w.begin_ns - t0,
+                   length: w.end_ns === null ? null : w.end_ns - w.begin_ns, steps: w.steps.count,
+                   step_median: w.steps.count ? w.steps.cpu_median_ns : null,
+                   step_mean: w.steps.count ? w.steps.cpu_mean_ns : null, kernels: w.kernels, kernel_ns: w.kernel_ns});
+      }
+    }
+    const most = ranks.reduce((a, r) => (r.windows.length > a.windows.length ? r : a));
+    const withSteps = rows.some((r) => r.steps > 0);
+    const series = ranks.map((r, i) => ({label: 'rank ' + r.rank, backgroundColor: CT.palette[i % CT.palette.length],
+                                          data: r.windows.map((w) => (withSteps ? (w.steps.count ? w.steps.cpu_median_ns : null) : w.kernel_ns))}));
+    return [card('Capture windows', {full: true, id: 'windows',
+                                     note: `${CT.fmtCount(rows.length)} windows; ${withSteps ? 'median step time' : 'kernel GPU time'} per window`},
+      chartBox(barChart(most.windows.map((w) => 'window ' + w.index), series, {ticks: nsTick, tooltip: nsTooltip}), 200),
+      CT.table([
+        {key: 'rank', title: 'Rank', num: true},
+        {key: 'window', title: 'Window', num: true},
+        {key: 'start', title: 'Start', num: true, fmt: CT.fmtNs},
+        {key: 'length', title: 'Length', num: true, fmt: CT.fmtNs},
+        {key: 'steps', title: 'Steps', num: true, fmt: CT.fmtCount},
+        {key: 'step_median', title: 'Step median', num: true, fmt: CT.fmtNs},
+        {key: 'step_mean', title: 'Step mean', num: true, fmt: CT.fmtNs},
+        {key: 'kernels', title: 'Launches', num: true, fmt: CT.fmtCount},
+        {key: 'kernel_ns', title: 'Kernel time', num: true, fmt: CT.fmtNs},
+      ], rows, {id: 'windows'}))];
+  }
+
   function rankComparison() {
     if (S.ranks.length < 2) return [];
     const rows = S.ranks.map((r) => ({rank: r.rank, host: r.host, steps: r.steps.count, step_mean: r.steps.cpu_mean_ns,
@@ -385,6 +420,7 @@
     add(kernelCharts());
     add(stepCharts());
     grid.appendChild(histogramControl(grid));
+    add(windowCards());
     add(rankComparison());
     add(tables());
     root.appendChild(grid);

@@ -1187,6 +1187,16 @@ def nvtx_window_repeats_every_n_steps(s, c):
     c.equal("kernels in the windows", sum(k["count"] for k in j["kernels"]), 9)
     wins = dump_fields(s, c, os.path.join(d, traces(d)[0]), "Window")
     c.equal("window edges", [w.get("edge") for w in wins], ["begin", "end"] * 3)
+    # The summary's per-window table: each window holds its own step and 3 kernels (records of a
+    # packed block are grouped by type, not in time order: assigned by time).
+    per = j["ranks"][0]["windows"]
+    c.equal("summary windows", [(w["index"], w["kernels"], w["steps"]["count"]) for w in per],
+            [(0, 3, 1), (1, 3, 1), (2, 3, 1)])
+    c.equal("window kernel time adds up", sum(w["kernel_ns"] for w in per),
+            sum(k["total_ns"] for k in j["kernels"]))
+    c.expect(all(w["begin_ns"] < w["end_ns"] for w in per), f"window spans: {per!r}")
+    text = s.run([s.cutrace, "summary", d]).stdout
+    c.expect("Capture windows" in text, f"no windows table: {tail(text)!r}")
     # A period no longer than the block cannot repeat it: one warning, A-B captured once.
     d2 = s.tmpdir("nvtxrep_bad")
     p = s.record(c, d2, [s.prog("nvtx_app")],

@@ -203,6 +203,7 @@ class TraceBuilder {
     w.edge = uint8_t(edge);
     w_.add(w, fmt::RecType::Window);
   }
+  void skip_to(int64_t t) { now_ = t; }  // the next range/mark/op times start after t
   void dropped(uint64_t n) {
     fmt::DroppedRec d{};
     d.count = n;
@@ -893,6 +894,41 @@ TEST_CASE("step histogram and per-rank step comparison") {
   CHECK(one.bins(true).empty());
 }
 
+TEST_CASE("per-window table: records go to the window they began in, whatever their order in the file") {
+  // A packed block groups records by type, so a file's Window edges need not come before the
+  // records of their window: here they are written last. (First cut of the table: every record
+  // went to the last window opened in file order, window 1.)
+  std::string out;
+  TraceBuilder b(&out, 0, 1);
+  b.range("step_1", 5000, -1, 0);                      // cpu_begin 1,010,000
+  b.kernel_at("k", 1100010, 1100100, 1100200, 1);      // cpu_begin 1,100,000, 100 ns
+  b.kernel_at("k", 1200010, 1200100, 1200200, 1);
+  b.skip_to(2000000);
+  b.range("step_2", 7000, -1, 0);                      // cpu_begin 2,010,000
+  b.kernel_at("k", 2500010, 2500100, 2500400, 1);      // 300 ns
+  b.kernel_at("k", 2600010, 0, 0, 1);                  // untimed: counted, no time
+  b.window(0, fmt::WindowEdge::Begin, 1000000);
+  b.window(0, fmt::WindowEdge::End, 1600000);
+  b.window(1, fmt::WindowEdge::Begin, 2000000);
+  b.close(0);
+  nlohmann::ordered_json j = summarise({{&out, "r0.cutrace"}}, SummaryOptions{}).to_json();
+  const auto& w = j["ranks"][0]["windows"];
+  REQUIRE(w.size() == 2);
+  CHECK(w[0]["index"] == 0);
+  CHECK(w[0]["begin_ns"] == 1000000);
+  CHECK(w[0]["end_ns"] == 1600000);
+  CHECK(w[0]["kernels"] == 2);
+  CHECK(w[0]["kernel_ns"] == 200);
+  CHECK(w[0]["steps"]["count"] == 1);
+  CHECK(w[0]["steps"]["cpu_median_ns"] == 5000);
+  CHECK(w[1]["index"] == 1);
+  CHECK(w[1]["end_ns"].is_null());  // the file ends inside it
+  CHECK(w[1]["kernels"] == 2);
+  CHECK(w[1]["kernel_ns"] == 300);
+  CHECK(w[1]["steps"]["cpu_median_ns"] == 7000);
+  CHECK(j["ranks"][0]["windows_beyond"] == 0);
+}
+
 TEST_CASE("filters: rank, capture window, time span, steps between synchronisations") {
   std::string r0, r1;
   const int64_t o = 1000000;
@@ -958,4 +994,5 @@ TEST_CASE("filters: rank, capture window, time span, steps between synchronisati
   CHECK(j["steps"]["gpu"]["count"] == 4);
   CHECK(j["steps"]["gpu"]["min_ns"] == 100);   // the third k alone: [o+1100, o+1200)
   CHECK(j["steps"]["gpu"]["max_ns"] == 1000);  // [o+100, o+1100): first k .. the memset
+  CHECK(j["ranks"][0]["windows"][0]["steps"]["count"] == 2);  // by their ends, both after o + 590
 }

@@ -1,7 +1,8 @@
 // Browser tests of `cutrace report` (run by test/browser/run.sh report, i.e. `make test`): a synthetic
 // 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
 // and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job; a
-// sampled recording of test/e2e/paced_launches on the fake driver checks the Est. total column.
+// sampled recording of test/e2e/paced_launches on the fake driver checks the Est. total column, and
+// one of test/e2e/nvtx_app in three capture windows the windows table.
 import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
@@ -246,4 +247,32 @@ test('a sampled trace (--gpu-sample): the kernels table has Est. total, equal to
   await r.page.close();
   // An unsampled trace has no such column.
   assert.equal(await page.locator('[data-table="kernels"] [data-col="est_total_ns"]').count(), 0);
+});
+
+test('a trace of three capture windows (--capture-repeat): the windows table equals the summary windows', async () => {
+  const job = path.join(dir, 'windows');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--capture-range', 'nvtx:step_*', '--capture-steps', '0-0',
+                         '--capture-repeat', '2', '--', path.join(build, 'test/e2e/nvtx_app')], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'windows.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString());
+  const want = s.ranks[0].windows;
+  assert.equal(want.length, 3);
+  const r = await openReport(browser, path.join(dir, 'windows.html'));
+  const rows = await r.page.$$eval('[data-table="windows"] tbody tr', (trs) => trs.map((tr) => ({
+    window: tr.querySelector('[data-col="window"]').textContent,
+    kernels: tr.querySelector('[data-col="kernels"]').textContent,
+    median: tr.querySelector('[data-col="step_median"]').textContent,
+    kernel_ns: tr.querySelector('[data-col="kernel_ns"]').textContent})));
+  assert.deepEqual(rows.map((x) => Number(x.window)), want.map((w) => w.index));
+  rows.forEach((x, i) => {
+    assert.equal(parseCount(x.kernels), want[i].kernels, `window ${i} launches`);
+    assertNs(x.median, want[i].steps.cpu_median_ns, `window ${i} step median`);
+    assertNs(x.kernel_ns, want[i].kernel_ns, `window ${i} kernel time`);
+  });
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+  // A trace of one window has no such card.
+  assert.equal(await page.locator('[data-table="windows"]').count(), 0);
 });
