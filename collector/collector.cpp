@@ -471,20 +471,22 @@ void Collector::window_edge(fmt::WindowEdge edge, int64_t ts, const char* reason
 
 void Collector::control(int64_t now) {
   const Config& cfg = config();
-  auto set = [&](bool on, const char* reason) {
+  auto set = [&](bool on, const char* reason, bool last = false) {
     if (on == g_capture_on.load(std::memory_order_relaxed)) return;
     if (!on) drain();  // what was recorded before the edge goes before it
     if (on && g_timing == GpuTiming::Cupti) cupti_window(true);
     g_capture_on.store(on, std::memory_order_relaxed);
-    if (!on && g_timing == GpuTiming::Cupti) cupti_window(false);
+    if (!on && g_timing == GpuTiming::Cupti) cupti_window(false, last);
     window_edge(on ? fmt::WindowEdge::Begin : fmt::WindowEdge::End, mono_ns(), reason);
   };
   if (cfg.delay_s > 0 && !delay_done_ && now - started_ns_ >= int64_t(cfg.delay_s * 1e9)) {
     delay_done_ = true;
     set(true, "delay");
   }
+  // In process mode (with or without --delay) nothing reopens a window that --duration closed,
+  // unless `cutrace start PID` does.
   if (cfg.duration_s > 0 && window_open_ && now - window_began_ns_ >= int64_t(cfg.duration_s * 1e9))
-    set(false, "duration");
+    set(false, "duration", /*last=*/cfg.capture == CaptureRange::Process);
   // `cutrace start|stop PID` writes "start" or "stop" into this file.
   char cmd[16] = {};
   FILE* f = fopen(control_path_.c_str(), "r");

@@ -133,6 +133,9 @@ int64_t g_switch_ns = 0;   // time spent switching
 // --gpu-sample 0.2: the autograd thread's 2,381 operations without GPU times from its first
 // window on). No thread can be kept out of the driver while they go off, so they never do.
 bool g_callbacks_on = false;
+// The window that closed was the last one (cupti_window(false, true)): the callbacks go off with
+// the collection. A thread stranded by that no longer matters: nothing of it is timed again.
+bool g_last_closed = false;
 
 bool set_collecting(bool on) {
   int64_t t0 = mono_ns();
@@ -142,6 +145,18 @@ bool set_collecting(bool on) {
     for (CUpti_CallbackId cbid : kDriverCbids)
       ok = g_api.enable_callback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
     g_callbacks_on = ok;
+  }
+  if (on && g_last_closed) {
+    // A window after the last (e.g. `cutrace start PID` after an NVTX window): the callbacks are
+    // back on, and a thread that was inside a driver call when they went off gets none.
+    g_last_closed = false;
+    log_warn("CUPTI: a capture window opened after the last one; GPU times of threads that were inside a driver "
+             "call when CUPTI's callbacks went off may be missing (counted in the trace's gpu_times_missing)");
+  }
+  if (!on && g_last_closed && g_callbacks_on) {
+    for (CUpti_CallbackId cbid : kDriverCbids) g_api.enable_callback(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    g_callbacks_on = false;
+    log_info("CUPTI: driver callbacks off after the last capture window");
   }
   g_collecting = on && ok;
   ++g_switches, g_switch_ns += mono_ns() - t0;
@@ -225,12 +240,12 @@ void collect_now() {
   warned = true;
 }
 
-void cupti_window(bool open) {
+void cupti_window(bool open, bool last) {
   if (!g_sub) return;
   std::lock_guard<std::mutex> l(g_window_mu);
   g_window_open = open;
   if (open && g_sample_open) collect_now();
-  if (!open) g_window_closed_ns = mono_ns();
+  if (!open) g_window_closed_ns = mono_ns(), g_last_closed = last;
 }
 
 void cupti_sample(bool on) {

@@ -14,12 +14,14 @@ bool cupti_start(bool quiet);            // app thread, before the first traced 
 // Capture windows: CUPTI collects (activity kinds on) only while a window is open, so that outside
 // windows the job pays little of CUPTI's per-launch cost. The driver callbacks go on with the
 // first window and stay on (cupti_source.cpp, set_collecting: switching them off under a thread
-// inside a driver call broke that thread on the H200). A window edge calls
+// inside a driver call broke that thread on the H200) until the last window, when one is known
+// (`last`: NVTX steps without --capture-repeat, a process window cut by --duration): no later
+// window needs them, so they go off with the collection. A window edge calls
 // cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
 // collector turns collection off later, once the window's work has its CUPTI records
 // (cupti_idle: `settled`, no thread is inside a CUPTI-timed call and every stream's newest CUPTI
 // operation has its final span, or a few seconds passed). Meanwhile cupti_closing() is true and the collector flushes CUPTI often.
-void cupti_window(bool open);
+void cupti_window(bool open, bool last = false);
 // GPU-timing sample windows (CUTRACE_GPU_SAMPLE), from the collector: like capture windows (CUPTI
 // collects while both are open), and the shim's g_gpu_sample_on is flipped here, in order with
 // the switch-on (on: after it; off: before the deferred switch-off).

@@ -55,12 +55,12 @@ void capture_begin_from_app(const char* reason) {
   publish_edge(fmt::WindowEdge::Begin, reason);
 }
 
-void capture_end_from_app(const char* reason) {
+void capture_end_from_app(const char* reason, bool last) {
   if (!g_capture_on.load(std::memory_order_relaxed)) return;
   publish_edge(fmt::WindowEdge::End, reason);
   g_capture_on.store(false, std::memory_order_seq_cst);
   while (g_gpu_anchoring.load(std::memory_order_seq_cst)) std::this_thread::yield();  // shim/config.h
-  if (g_timing == GpuTiming::Cupti) cupti_window(false);
+  if (g_timing == GpuTiming::Cupti) cupti_window(false, last);
 }
 
 void capture_nvtx_push(const char* name) {
@@ -81,7 +81,7 @@ void capture_nvtx_pop() {
   long seen = g_matches.load(std::memory_order_relaxed);
   if (!wanted_range(c, seen)) {  // the last wanted range of a block just ended
     t_window_depth = -1;
-    capture_end_from_app("nvtx");
+    capture_end_from_app("nvtx", /*last=*/c.steps_every == 0);
   }
 }
 

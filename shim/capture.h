@@ -8,7 +8,8 @@ namespace cutrace {
 
 // From an application thread (cuProfilerStart/Stop, the C API, an NVTX trigger range).
 void capture_begin_from_app(const char* reason);
-void capture_end_from_app(const char* reason);
+// `last`: no window can follow (NVTX steps without a repeat): CUPTI's callbacks may go off.
+void capture_end_from_app(const char* reason, bool last = false);
 
 // NVTX trigger (CUTRACE_CAPTURE_RANGE=nvtx): called for every range push/start and pop/end,
 // even while capture is off. `name` may be null for pops.

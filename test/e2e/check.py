@@ -660,6 +660,33 @@ def gpu_sample_cupti_switch_off_mid_call_keeps_threads_timed(s, c):
 
 
 @test
+def cupti_callbacks_go_off_after_the_last_window(s, c):
+    """CUPTI's driver callbacks stay on after a window (switching them off can strand a thread that
+    is inside a driver call), but after the last window nothing is timed again: they go off with
+    the collection, so the rest of the run pays no CUPTI callback. Here a 150 ms window cut by
+    --duration (process mode: none can follow) in a 600 ms run; the fake CUPTI reports when it
+    delivered its last callback and how many callback ids were on at exit (before: the run's last
+    launch, 450 ms after the window, and all of them)."""
+    d = s.tmpdir("cupti-last")
+    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
+                 ["--gpu-timing", "cupti", "--duration", "0.15"],
+                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
+    m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
+    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    trace = os.path.join(d, traces(d)[0])
+    wins = dump_fields(s, c, trace, "Window")
+    c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in wins],
+            [("begin", "process"), ("end", "duration")])
+    end_ts = int(wins[1]["ts"])
+    c.equal("callback ids on at exit", int(m.group(2)), 0)
+    after_ms = (int(m.group(1)) - end_ts) / 1e6
+    c.expect(after_ms < 100, f"last callback {after_ms:.1f} ms after the window ended (the run went on 450 ms)")
+    c.equal("meta gpu_times_missing", trace_meta(s, c, trace).get("gpu_times_missing"), None)
+    ops = dump_ops(s, c, trace, "Kernel")
+    c.expect(len(ops) > 100 and all(o[2] for o in ops), f"{len(ops)} kernels, untimed: {sum(1 for o in ops if not o[2])}")
+
+
+@test
 def gpu_sample_bad_value_refused_or_ignored(s, c):
     """`cutrace record --gpu-sample 0` is refused (exit 2, says why); a malformed CUTRACE_GPU_SAMPLE
     under LD_PRELOAD gets one warning and every GPU time is taken."""

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #include "test/fake_cupti/fake_cupti.h"
@@ -43,6 +44,20 @@ bool silent(const char* name) {
 thread_local bool t_entered = false;
 thread_local bool t_stranded = false;
 
+// FAKE_CUPTI_REPORT=1: at exit, stderr says when the last driver callback was delivered
+// (CLOCK_MONOTONIC ns, the trace's clock) and how many callback ids were still on, so that a
+// test can tell whether a client switched its callbacks off.
+std::atomic<int64_t> g_lastCallbackNs{0};
+struct ExitReport {
+  ~ExitReport() {
+    if (!getenv("FAKE_CUPTI_REPORT")) return;
+    int on = 0;
+    for (const auto& enabled : g_subscriber.driverEnabled) on += enabled.load() ? 1 : 0;
+    fprintf(stderr, "fake_cupti: last driver callback at %lld ns, %d callback ids on at exit\n",
+            (long long)g_lastCallbackNs.load(), on);
+  }
+} g_exitReport;
+
 void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
   Subscriber& s = g_subscriber;
   if (t_stranded) return;
@@ -62,6 +77,7 @@ void notify(CUpti_ApiCallbackSite site, FakeCudaApiCall* call) {
   data.correlationData = &call->correlation_data;
   data.correlationId = call->correlation_id;
   fn(s.userdata.load(), CUPTI_CB_DOMAIN_DRIVER_API, call->cbid, &data);
+  g_lastCallbackNs.store(nowNs(), std::memory_order_relaxed);
 }
 
 }  // namespace
