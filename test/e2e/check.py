@@ -684,6 +684,20 @@ def cupti_callbacks_go_off_after_the_last_window(s, c):
     c.equal("meta gpu_times_missing", trace_meta(s, c, trace).get("gpu_times_missing"), None)
     ops = dump_ops(s, c, trace, "Kernel")
     c.expect(len(ops) > 100 and all(o[2] for o in ops), f"{len(ops)} kernels, untimed: {sum(1 for o in ops if not o[2])}")
+    # The same after NVTX steps 1-2 (no repeat: the last window), with 300 ms of launches after.
+    d = s.tmpdir("cupti-last-nvtx")
+    p = s.record(c, d, [s.prog("nvtx_app"), "300"],
+                 ["--gpu-timing", "cupti", "--capture-range", "nvtx:step_*", "--capture-steps", "1-2"],
+                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
+    m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
+    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    trace = os.path.join(d, traces(d)[0])
+    wins = dump_fields(s, c, trace, "Window")
+    c.equal("NVTX window edges", [w.get("edge") for w in wins], ["begin", "end"])
+    c.equal("callback ids on at exit (NVTX)", int(m.group(2)), 0)
+    after_ms = (int(m.group(1)) - int(wins[1]["ts"])) / 1e6
+    c.expect(after_ms < 100, f"NVTX: last callback {after_ms:.1f} ms after the window ended (the run went on 300 ms)")
+    c.equal("kernels of steps 1-2, timed", sum(1 for o in dump_ops(s, c, trace, "Kernel") if o[2]), 6)
 
 
 @test

@@ -5,13 +5,24 @@
 //   thread; 2 marks "checkpoint"; the main thread named "trainer".
 // Expected (check.py): step_* count 1 each with GPU projection ~60 us and 3 GPU ops; inner x5
 // with ~20 us; dom_range x1 domain mylib; cross_thread x1; marks checkpoint x2.
+//   nvtx_app [TAIL_MS]: then launches k_nvtx every 200 us for TAIL_MS ms, outside any step (what
+//   a job does after the captured steps).
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <thread>
+#include <time.h>
+#include <cstdlib>
 #include "test/e2e/common.h"
 
-int main() {
+static long long now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int main(int argc, char** argv) {
+  long long tail_ms = argc > 1 ? atoll(argv[1]) : 0;
   init_primary();
   CUmodule m = load_fake_module("kernel k_nvtx 20000\n");
   CUfunction f = get_function(m, "k_nvtx");
@@ -47,6 +58,11 @@ int main() {
   nvtxDomainRangePop(dom);
   nvtxMarkA("checkpoint");
   std::thread([cross] { nvtxRangeEnd(cross); }).join();
+  for (long long t0 = now_ns(); now_ns() - t0 < tail_ms * 1000000;) {
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
+    usleep(200);
+  }
+  CHECK(cuStreamSynchronize(s));
   printf("nvtx_app: OK\n");
   return 0;
 }
