@@ -1292,6 +1292,46 @@ def manual_window_from_the_cli(s, c):
 
 
 @test
+def cupti_window_after_the_last_turns_callbacks_on_again(s, c):
+    """After the last NVTX window (steps 1-2, no repeat) CUPTI's callbacks go off; `cutrace start
+    PID` then opens a window after all: the callbacks come back on with a warning (a thread that
+    was inside a driver call at the switch-off gets none: its operations would be counted in
+    gpu_times_missing), and that window's kernels are recorded and accounted for."""
+    d = s.tmpdir("cupti-after-last")
+    env = dict(s.env)
+    env.update({"LD_PRELOAD": s.shim, "NVTX_INJECTION64_PATH": s.shim, "CUTRACE_OUTPUT": d,
+                "CUTRACE_CAPTURE_RANGE": "nvtx", "CUTRACE_CAPTURE_NVTX": "step_*", "CUTRACE_CAPTURE_STEPS": "1-2",
+                "CUTRACE_GPU_TIMING": "cupti", "CUTRACE_CUPTI": s.fake_cupti, "CUTRACE_SAMPLE_HZ": "0",
+                "FAKE_CUPTI_REPORT": "1"})
+    preload_env(env)
+    proc = subprocess.Popen([s.prog("nvtx_app"), str(int(3000 * TIME_SCALE))], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.2 * TIME_SCALE)
+        st = s.run([s.cutrace, "start", str(proc.pid)])
+        c.expect(st.returncode == 0, f"`cutrace start` exited {st.returncode}: {tail(st.stderr)}")
+        time.sleep(0.6 * TIME_SCALE)
+        sp = s.run([s.cutrace, "stop", str(proc.pid)])
+        c.expect(sp.returncode == 0, f"`cutrace stop` exited {sp.returncode}: {tail(sp.stderr)}")
+        out, err = proc.communicate(timeout=60 * TIME_SCALE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    c.require(proc.returncode == 0, f"nvtx_app exited {proc.returncode}: {tail(err)}")
+    c.expect("a capture window opened after the last one" in err, f"no warning: {tail(err)!r}")
+    m = re.search(r"(\d+) callback ids on at exit", err)
+    c.expect(m and int(m.group(1)) > 0, f"callbacks not on again: {tail(err)!r}")
+    trace = os.path.join(d, traces(d)[0])
+    wins = dump_fields(s, c, trace, "Window")
+    c.equal("windows", [(w.get("edge"), w.get("reason")) for w in wins],
+            [("begin", "nvtx"), ("end", "nvtx"), ("begin", "signal"), ("end", "signal")])
+    later = [o for o in dump_ops(s, c, trace, "Kernel") if o[0] >= int(wins[2]["ts"])]
+    missing = int(trace_meta(s, c, trace).get("gpu_times_missing") or 0)
+    c.expect(len(later) > 100, f"{len(later)} kernels in the window after the last")
+    c.equal("kernels of that window untimed = gpu_times_missing", sum(1 for o in later if not o[2]), missing)
+
+
+@test
 def export_sqlite_nsys_queries(s, c):
     """`cutrace export --format sqlite`: SQL written for Nsight Systems' SQLite export runs on it."""
     import sqlite3
