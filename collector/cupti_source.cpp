@@ -246,6 +246,9 @@ void cupti_window(bool open, bool last) {
   g_window_open = open;
   if (open && g_sample_open) collect_now();
   if (!open) g_window_closed_ns = mono_ns(), g_last_closed = last;
+  // The last window closed with collection already off (its sample window was shut): nothing for
+  // cupti_idle to switch off, so the callbacks go now.
+  if (!open && last && !g_collecting && g_callbacks_on) set_collecting(false);
 }
 
 void cupti_sample(bool on) {

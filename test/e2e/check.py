@@ -698,6 +698,14 @@ def cupti_callbacks_go_off_after_the_last_window(s, c):
     after_ms = (int(m.group(1)) - int(wins[1]["ts"])) / 1e6
     c.expect(after_ms < 100, f"NVTX: last callback {after_ms:.1f} ms after the window ended (the run went on 300 ms)")
     c.equal("kernels of steps 1-2, timed", sum(1 for o in dump_ops(s, c, trace, "Kernel") if o[2]), 6)
+    # With a sample (10 ms of each 100 ms), the last window mostly closes while the sample's is
+    # shut, collection already off: the callbacks must go then too.
+    d = s.tmpdir("cupti-last-sampled")
+    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
+                 ["--gpu-timing", "cupti", "--duration", "0.3", "--gpu-sample", "0.1/100"],
+                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
+    m = re.search(r"(\d+) callback ids on at exit", p.stderr)
+    c.expect(m and int(m.group(1)) == 0, f"sampled: callbacks still on at exit: {tail(p.stderr)!r}")
 
 
 @test
