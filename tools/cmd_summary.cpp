@@ -554,7 +554,8 @@ void print_windows(const SummaryModel& m, size_t top) {
     size_t shown = std::min(n, top);
     int64_t t0 = f.windows[0].begin_ns;
     for (size_t k = 0; k < shown; ++k) {
-      const cutrace::WindowSummary& w = f.windows[shown == n ? k : (n == 1 ? 0 : k * (n - 1) / (shown - 1))];
+      // Evenly spaced when not all fit: the first, the last, and between (one row: the first).
+      const cutrace::WindowSummary& w = f.windows[shown == n ? k : shown == 1 ? 0 : k * (n - 1) / (shown - 1)];
       std::vector<std::string> row;
       if (ranks) row.push_back(rank_label(f.rank));
       bool steps = w.steps.n != 0;

@@ -1246,6 +1246,15 @@ def nvtx_window_repeats_every_n_steps(s, c):
     c.expect(all(w["begin_ns"] < w["end_ns"] for w in per), f"window spans: {per!r}")
     text = s.run([s.cutrace, "summary", d]).stdout
     c.expect("Capture windows" in text, f"no windows table: {tail(text)!r}")
+    # More windows than --top rows: evenly spaced ones, the first and the last (--top 1 divided by
+    # zero in the first cut).
+    for top, rows in ((1, ["0"]), (2, ["0", "2"])):
+        p = s.run([s.cutrace, "summary", "--top", str(top), d])
+        c.require(p.returncode == 0, f"summary --top {top} exited {p.returncode}: {tail(p.stderr)}")
+        table = p.stdout.split("Capture windows", 1)[-1].split("\n\n", 1)[0].splitlines()
+        shown = [ln.split()[0] for ln in table if re.match(r"\s+\d+\s+\d", ln)]
+        c.equal(f"windows shown with --top {top}", shown, rows)
+        c.expect(f"3 windows: {top} shown, evenly spaced" in p.stdout, f"--top {top}: no note: {tail(p.stdout)!r}")
     # A period no longer than the block cannot repeat it: one warning, A-B captured once.
     d2 = s.tmpdir("nvtxrep_bad")
     p = s.record(c, d2, [s.prog("nvtx_app")],
