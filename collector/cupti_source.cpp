@@ -137,13 +137,20 @@ bool g_callbacks_on = false;
 // the collection. A thread stranded by that no longer matters: nothing of it is timed again.
 bool g_last_closed = false;
 
+// The driver callbacks of every id in kDriverCbids on or off; true if CUPTI took each.
+bool switch_callbacks(bool on) {
+  bool ok = true;
+  for (CUpti_CallbackId cbid : kDriverCbids)
+    ok = g_api.enable_callback(on ? 1 : 0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
+  return ok;
+}
+
 bool set_collecting(bool on) {
   int64_t t0 = mono_ns();
   bool ok = true;
   for (CUpti_ActivityKind k : kKinds) ok = (on ? g_api.enable(k) : g_api.disable(k)) == CUPTI_SUCCESS && ok;
   if (on && !g_callbacks_on) {
-    for (CUpti_CallbackId cbid : kDriverCbids)
-      ok = g_api.enable_callback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid) == CUPTI_SUCCESS && ok;
+    ok = switch_callbacks(true) && ok;
     g_callbacks_on = ok;
   }
   if (on && g_last_closed) {
@@ -154,7 +161,7 @@ bool set_collecting(bool on) {
              "call when CUPTI's callbacks went off may be missing (counted in the trace's gpu_times_missing)");
   }
   if (!on && g_last_closed && g_callbacks_on) {
-    for (CUpti_CallbackId cbid : kDriverCbids) g_api.enable_callback(0, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    switch_callbacks(false);
     g_callbacks_on = false;
     log_info("CUPTI: driver callbacks off after the last capture window");
   }

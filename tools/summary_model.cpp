@@ -655,7 +655,7 @@ bool SummaryModel::prepass(TraceReader& r, Span* span, std::vector<int64_t>* ste
 }
 
 // Second pass, only over files with more than one capture window: kernels and steps to the
-// window they began in (sync steps were assigned from their ends already).
+// window they began in (--step-sync steps go by their ends, in merge_file).
 bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) {
   std::sort(t.windows.begin(), t.windows.end(),
             [](const WindowSummary& a, const WindowSummary& b) { return a.begin_ns < b.begin_ns; });

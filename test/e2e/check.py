@@ -659,6 +659,17 @@ def gpu_sample_cupti_switch_off_mid_call_keeps_threads_timed(s, c):
     c.expect(sum(1 for o in ops if o[2]) > 0, "no operation has a GPU time")
 
 
+def record_with_cupti_report(s, c, name, argv, opts):
+    """`cutrace record` on the fake CUPTI with its exit report (FAKE_CUPTI_REPORT): (trace dir,
+    time of the last driver callback in CLOCK_MONOTONIC ns, callback ids still on at exit)."""
+    d = s.tmpdir(name)
+    p = s.record(c, d, argv, ["--gpu-timing", "cupti", *opts],
+                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
+    m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
+    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    return d, int(m.group(1)), int(m.group(2))
+
+
 @test
 def cupti_callbacks_go_off_after_the_last_window(s, c):
     """CUPTI's driver callbacks stay on after a window (switching them off can strand a thread that
@@ -667,45 +678,33 @@ def cupti_callbacks_go_off_after_the_last_window(s, c):
     --duration (process mode: none can follow) in a 600 ms run; the fake CUPTI reports when it
     delivered its last callback and how many callback ids were on at exit (before: the run's last
     launch, 450 ms after the window, and all of them)."""
-    d = s.tmpdir("cupti-last")
-    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
-                 ["--gpu-timing", "cupti", "--duration", "0.15"],
-                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
-    m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
-    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    paced = [s.prog("paced_launches"), "600", "50000", "200"]
+    d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last", paced, ["--duration", "0.15"])
     trace = os.path.join(d, traces(d)[0])
     wins = dump_fields(s, c, trace, "Window")
     c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in wins],
             [("begin", "process"), ("end", "duration")])
-    end_ts = int(wins[1]["ts"])
-    c.equal("callback ids on at exit", int(m.group(2)), 0)
-    after_ms = (int(m.group(1)) - end_ts) / 1e6
+    c.equal("callback ids on at exit", ids_on, 0)
+    after_ms = (last_ns - int(wins[1]["ts"])) / 1e6
     c.expect(after_ms < 100, f"last callback {after_ms:.1f} ms after the window ended (the run went on 450 ms)")
     c.equal("meta gpu_times_missing", trace_meta(s, c, trace).get("gpu_times_missing"), None)
     ops = dump_ops(s, c, trace, "Kernel")
     c.expect(len(ops) > 100 and all(o[2] for o in ops), f"{len(ops)} kernels, untimed: {sum(1 for o in ops if not o[2])}")
     # The same after NVTX steps 1-2 (no repeat: the last window), with 300 ms of launches after.
-    d = s.tmpdir("cupti-last-nvtx")
-    p = s.record(c, d, [s.prog("nvtx_app"), "300"],
-                 ["--gpu-timing", "cupti", "--capture-range", "nvtx:step_*", "--capture-steps", "1-2"],
-                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
-    m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
-    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last-nvtx", [s.prog("nvtx_app"), "300"],
+                                                  ["--capture-range", "nvtx:step_*", "--capture-steps", "1-2"])
     trace = os.path.join(d, traces(d)[0])
     wins = dump_fields(s, c, trace, "Window")
     c.equal("NVTX window edges", [w.get("edge") for w in wins], ["begin", "end"])
-    c.equal("callback ids on at exit (NVTX)", int(m.group(2)), 0)
-    after_ms = (int(m.group(1)) - int(wins[1]["ts"])) / 1e6
+    c.equal("callback ids on at exit (NVTX)", ids_on, 0)
+    after_ms = (last_ns - int(wins[1]["ts"])) / 1e6
     c.expect(after_ms < 100, f"NVTX: last callback {after_ms:.1f} ms after the window ended (the run went on 300 ms)")
     c.equal("kernels of steps 1-2, timed", sum(1 for o in dump_ops(s, c, trace, "Kernel") if o[2]), 6)
     # With a sample (10 ms of each 100 ms), the last window mostly closes while the sample's is
     # shut, collection already off: the callbacks must go then too.
-    d = s.tmpdir("cupti-last-sampled")
-    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"],
-                 ["--gpu-timing", "cupti", "--duration", "0.3", "--gpu-sample", "0.1/100"],
-                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
-    m = re.search(r"(\d+) callback ids on at exit", p.stderr)
-    c.expect(m and int(m.group(1)) == 0, f"sampled: callbacks still on at exit: {tail(p.stderr)!r}")
+    _, _, ids_on = record_with_cupti_report(s, c, "cupti-last-sampled", paced,
+                                            ["--duration", "0.3", "--gpu-sample", "0.1/100"])
+    c.equal("callback ids on at exit (sampled)", ids_on, 0)
 
 
 @test
@@ -1280,6 +1279,16 @@ def profiler_api_window_and_nothing_outside(s, c):
             [("begin", "cudaProfilerApi"), ("end", "cudaProfilerApi")])
 
 
+def start_stop_window(s, c, pid, after_s, open_s):
+    """After after_s seconds `cutrace start PID`, open_s seconds later `cutrace stop PID`."""
+    time.sleep(after_s)
+    st = s.run([s.cutrace, "start", str(pid)])
+    c.expect(st.returncode == 0, f"`cutrace start` exited {st.returncode}: {tail(st.stderr)}")
+    time.sleep(open_s)
+    sp = s.run([s.cutrace, "stop", str(pid)])
+    c.expect(sp.returncode == 0, f"`cutrace stop` exited {sp.returncode}: {tail(sp.stderr)}")
+
+
 @test
 def manual_window_from_the_cli(s, c):
     """--capture-range=manual, then `cutrace start PID` / `cutrace stop PID` on the running job."""
@@ -1290,12 +1299,7 @@ def manual_window_from_the_cli(s, c):
     proc = subprocess.Popen([s.prog("window_app"), "--slow"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.6)
-        st = s.run([s.cutrace, "start", str(proc.pid)])
-        c.expect(st.returncode == 0, f"`cutrace start` exited {st.returncode}: {tail(st.stderr)}")
-        time.sleep(0.6)
-        sp = s.run([s.cutrace, "stop", str(proc.pid)])
-        c.expect(sp.returncode == 0, f"`cutrace stop` exited {sp.returncode}: {tail(sp.stderr)}")
+        start_stop_window(s, c, proc.pid, 0.6, 0.6)
         out, err = proc.communicate(timeout=30 * TIME_SCALE)
     finally:
         if proc.poll() is None:
@@ -1324,12 +1328,7 @@ def cupti_window_after_the_last_turns_callbacks_on_again(s, c):
     proc = subprocess.Popen([s.prog("nvtx_app"), str(int(3000 * TIME_SCALE))], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.2 * TIME_SCALE)
-        st = s.run([s.cutrace, "start", str(proc.pid)])
-        c.expect(st.returncode == 0, f"`cutrace start` exited {st.returncode}: {tail(st.stderr)}")
-        time.sleep(0.6 * TIME_SCALE)
-        sp = s.run([s.cutrace, "stop", str(proc.pid)])
-        c.expect(sp.returncode == 0, f"`cutrace stop` exited {sp.returncode}: {tail(sp.stderr)}")
+        start_stop_window(s, c, proc.pid, 1.2 * TIME_SCALE, 0.6 * TIME_SCALE)
         out, err = proc.communicate(timeout=60 * TIME_SCALE)
     finally:
         if proc.poll() is None:
