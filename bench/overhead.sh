@@ -2,7 +2,7 @@
 # Overhead of cutrace on the reference workloads: interleaved runs (base, then each cutrace
 # mode, repeated), medians of train_gpt.py's step_ms. Run on the GPU machine after `make`.
 #   bash bench/overhead.sh [REPS] [PRESETS] [MODES]
-#   e.g. bash bench/overhead.sh 3 "small large" "end exact cupti"
+#   e.g. bash bench/overhead.sh 3 "small large" "end events cupti"
 set -u
 REPS=${1:-3}; PRESETS=${2:-"small large"}; MODES=${3:-"end cupti"}
 W=${WORKLOADS:-../shared/workloads}

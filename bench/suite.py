@@ -40,16 +40,17 @@ WORKLOADS = {  # name -> (script, args, metric key, warm-up + timed steps, or No
     "small100": ("train_gpt.py", ["--preset", "small", "--steps", "100"], "step_ms", 105),
     "tiny": ("tiny_kernels.py", [], "us_per_launch", None),
 }
-CONFIGS = ["base", "cutrace", "cutrace-end", "cutrace-exact", "cutrace-off", "torch-cuda", "torch-cpu+cuda"]
+CONFIGS = ["base", "cutrace", "cutrace-end", "cutrace-events", "cutrace-off", "torch-cuda", "torch-cpu+cuda"]
 CUTRACE_ARGS = {  # config -> extra `cutrace record` options
     "cutrace": [],
     "cutrace-end": ["--gpu-timing", "end"],
-    "cutrace-exact": ["--gpu-timing", "exact"],
+    "cutrace-events": ["--gpu-timing", "events"],  # start and end events (`exact` before 2026-11-30)
     "cutrace-off": ["--capture-range", "manual"],  # never started: the shim's cost outside windows
     # not in the default set (--configs names them):
     "cutrace-none": ["--gpu-timing", "none"],  # every call recorded, no GPU times: the shim alone
     "cutrace-sample20": ["--gpu-sample", "0.2"],  # GPU times in 20% of the time (default mode)
     "cutrace-sample10": ["--gpu-sample", "0.1"],
+    "cutrace-exact": ["--gpu-timing", "exact"],  # CUPTI for every operation
     "cutrace-end-sample20": ["--gpu-timing", "end", "--gpu-sample", "0.2"],
 }
 ALL_CONFIGS = CONFIGS[:5] + [c for c in CUTRACE_ARGS if c not in CONFIGS] + CONFIGS[5:]

@@ -204,14 +204,15 @@ bool Collector::start() {
     }
     path_ = base + "." + std::to_string(i);
   }
-  if (cfg.timing == GpuTiming::Cupti && !cupti_start(cfg.timing_auto)) g_timing = GpuTiming::End;
+  if (cfg.timing == GpuTiming::Cupti && !cupti_start(cfg.timing_auto, cfg.timing_exact))
+    g_timing = cfg.timing_exact ? GpuTiming::Events : GpuTiming::End;
   if (cfg.gpu_sample < 1 && g_timing != GpuTiming::None) {
     int64_t now = mono_ns();
     gpu_sample_.emplace(cfg.gpu_sample, cfg.gpu_sample_period_ns, now, uint64_t(getpid()) ^ uint64_t(now));
     set_gpu_sample(gpu_sample_->on_at(now));  // before the first operation is recorded
   }
   if (g_timing == GpuTiming::Cupti && g_capture_on.load(std::memory_order_relaxed)) cupti_window(true);
-  const char* timing = g_timing == GpuTiming::Exact   ? "exact"
+  const char* timing = g_timing == GpuTiming::Events  ? "events"
                        : g_timing == GpuTiming::None  ? "none"
                        : g_timing == GpuTiming::Cupti ? "cupti"
                                                       : "end";

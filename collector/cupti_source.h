@@ -4,13 +4,15 @@
 // thread; the wrapper stores it in its record, and CUPTI's activity records join on it. A graph
 // launch's span is its first node's start to its last node's end.
 // libcupti is loaded at run time; without it the collector falls back to end events (with a
-// warning when cupti was asked for by name, a verbose-only note in the default auto mode).
+// warning when cupti was asked for by name, a verbose-only note in the default auto mode), or to
+// start and end events in exact mode (always with a warning).
 #pragma once
 #include <cstdint>
 
 namespace cutrace {
 
-bool cupti_start(bool quiet);            // app thread, before the first traced call goes on
+// App thread, before the first traced call goes on. `exact`: the fallback is start and end events.
+bool cupti_start(bool quiet, bool exact = false);
 // Capture windows: CUPTI collects (activity kinds on) only while a window is open, so that outside
 // windows the job pays little of CUPTI's per-launch cost. The driver callbacks go on with the
 // first window and stay on (cupti_source.cpp, set_collecting: switching them off under a thread

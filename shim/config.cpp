@@ -28,13 +28,14 @@ void load_config() {
   else c.out_dir = "cutrace-trace";
   if (const char* v = env("CUTRACE_GPU_TIMING")) {
     c.timing_auto = false;
-    if (!strcmp(v, "exact")) c.timing = GpuTiming::Exact;
+    if (!strcmp(v, "exact")) c.timing = GpuTiming::Cupti, c.timing_exact = true;
+    else if (!strcmp(v, "events")) c.timing = GpuTiming::Events;
     else if (!strcmp(v, "none")) c.timing = GpuTiming::None;
     else if (!strcmp(v, "cupti")) c.timing = GpuTiming::Cupti;
     else if (!strcmp(v, "end")) c.timing = GpuTiming::End;
     else if (!strcmp(v, "auto")) c.timing_auto = true;
     else {
-      log_warn("CUTRACE_GPU_TIMING=%s not understood (auto|cupti|end|exact|none); using auto", v);
+      log_warn("CUTRACE_GPU_TIMING=%s not understood (auto|cupti|exact|end|events|none); using auto", v);
       c.timing_auto = true;
     }
   }
@@ -74,6 +75,10 @@ void load_config() {
   if (const char* v = env("CUTRACE_GPU_SAMPLE"); v && !parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
     log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
              "10 <= PERIOD_MS <= 3600000); taking every GPU time", v);
+  if (c.timing_exact && c.gpu_sample < 1) {
+    log_warn("CUTRACE_GPU_TIMING=exact times every operation: CUTRACE_GPU_SAMPLE ignored");
+    c.gpu_sample = 1;
+  }
   g_capture_on.store(c.enabled && !c.deferred(), std::memory_order_relaxed);
 }
 

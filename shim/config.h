@@ -6,7 +6,9 @@
 
 namespace cutrace {
 
-enum class GpuTiming { End, Exact, None, Cupti };
+// End: one completion event per operation, start inferred; Events: a start and an end event;
+// Cupti: CUPTI's activity records (the kernels' own timestamps).
+enum class GpuTiming { End, Events, None, Cupti };
 
 // What opens and closes capture windows (CUTRACE_CAPTURE_RANGE).
 enum class CaptureRange {
@@ -25,10 +27,13 @@ enum class Backtrace : uint8_t {
 
 struct Config {
   std::string out_dir;         // CUTRACE_OUTPUT (default ./cutrace-trace)
-  // CUTRACE_GPU_TIMING=auto|cupti|end|exact|none. auto (default): CUPTI where libcupti loads and
-  // subscribes, else end events; the trace's `gpu_timing` meta says which was used.
+  // CUTRACE_GPU_TIMING=auto|cupti|exact|end|events|none. auto (default): CUPTI where libcupti
+  // loads and subscribes, else end events. exact: CUPTI for every operation (no sample); where it
+  // cannot load, start and end events, with a warning. The trace's `gpu_timing` meta says which
+  // source was used.
   GpuTiming timing = GpuTiming::Cupti;
   bool timing_auto = true;
+  bool timing_exact = false;
   Backtrace backtrace = Backtrace::Sync;  // CUTRACE_BACKTRACE=none|sync|all
   int sample_hz = 10;          // CUTRACE_SAMPLE_HZ (0 disables the samplers)
   bool verbose = false;        // CUTRACE_VERBOSE=1

@@ -72,7 +72,7 @@ class Op {
     ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
                                                                             : rec_->stream;
     timed_ = true;
-    if (g_timing == GpuTiming::Exact) rec_->ev_start = record_event();
+    if (g_timing == GpuTiming::Events) rec_->ev_start = record_event();
   }
 
   // After it: the completion event (only if the driver accepted the work), then publish.

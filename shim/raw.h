@@ -47,7 +47,7 @@ struct alignas(64) RawRecord {
   uint64_t corr;
   CUcontext ctx;
   CUstream stream;
-  CUevent ev_start;   // pool events recorded around the operation (exact mode: both)
+  CUevent ev_start;   // pool events recorded around the operation (events mode: both)
   CUevent ev_end;
   union {
     struct { void* func; uint32_t grid[3]; uint32_t block[3]; uint32_t shmem; } kernel;  // func: CUfunction/CUkernel, or CUgraphExec

@@ -91,9 +91,13 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: no command given (usage: cutrace record -o DIR -- COMMAND ...)\n");
     return 2;
   }
-  if (o.gpu_timing != "auto" && o.gpu_timing != "end" && o.gpu_timing != "exact" && o.gpu_timing != "cupti" &&
-      o.gpu_timing != "none") {
-    fprintf(stderr, "cutrace record: --gpu-timing must be auto, cupti, end, exact or none\n");
+  const std::string& t = o.gpu_timing;
+  if (t != "auto" && t != "cupti" && t != "exact" && t != "end" && t != "events" && t != "none") {
+    fprintf(stderr, "cutrace record: --gpu-timing must be auto, cupti, exact, end, events or none\n");
+    return 2;
+  }
+  if (t == "exact" && !o.gpu_sample.empty()) {
+    fprintf(stderr, "cutrace record: --gpu-timing exact times every operation; it does not take --gpu-sample\n");
     return 2;
   }
   double fraction = 1;
@@ -180,9 +184,10 @@ void add_record_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("record", "Run a command and trace every CUDA process it starts");
   sub->add_option("-o,--output", opts->out, "Directory for the trace files (created if missing)");
   sub->add_option("--gpu-timing", opts->gpu_timing,
-                  "auto (default): cupti where libcupti loads, else end; cupti: CUPTI activity records; "
-                  "end: one completion event per GPU op, start inferred; exact: start and end events; "
-                  "none: CPU side only");
+                  "auto (default): cupti where libcupti loads, else end; cupti: CUPTI activity records "
+                  "(the kernels' own timestamps); exact: cupti for every operation, start and end events "
+                  "where CUPTI cannot load; end: one completion event per GPU op, start inferred; events: "
+                  "start and end events (a few us too long per op); none: CPU side only");
   sub->add_option("--gpu-sample", opts->gpu_sample,
                   "FRACTION[/PERIOD_MS]: take GPU times only in one window of FRACTION x PERIOD (default "
                   "200 ms) at a random place in each PERIOD, to cut the timing cost on launch-bound jobs; "

@@ -215,7 +215,7 @@ void print_launches(const SummaryModel& m) {
   section("Launch latency (kernel GPU start - launch call return; measured starts only)");
   if (l.n == 0) {
     std::printf("  none: no kernel has a measured start (default timing mode infers starts;\n"
-                "  record with --gpu-timing cupti or exact)\n");
+                "  record with --gpu-timing cupti, exact or events)\n");
     return;
   }
   std::printf("  all launches          %s\n", dist_line(l).c_str());

@@ -3,9 +3,9 @@
 # runs interleaved: truth A, cutrace in each timing mode, truth B. Each cutrace trace is compared
 # with truth A over the same timed steps (bench/compare_truth.py); truth B against truth A gives
 # the run-to-run noise floor of per-name GPU time.
-#   bash bench/gpu/accuracy.sh OUT [MODES]      (MODES default: "auto end exact"; PRESET=small)
+#   bash bench/gpu/accuracy.sh OUT [MODES]      (MODES default: "auto exact end events"; PRESET=small)
 set -u
-OUT=${1:-/tmp/cutrace-accuracy}; MODES=${2:-"auto end exact"}
+OUT=${1:-/tmp/cutrace-accuracy}; MODES=${2:-"auto exact end events"}
 W=${WORKLOADS:-../shared/workloads}
 CT=${CUTRACE:-$PWD/build/bin/cutrace}
 mkdir -p "$OUT"

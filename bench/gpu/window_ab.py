@@ -32,7 +32,7 @@ from suite import cutrace_stats  # noqa: E402  (bench/suite.py)
 WARMUP = 5
 TIMING = {  # config -> `cutrace record` options besides the windows
     "cupti": ["--gpu-timing", "cupti"], "end": ["--gpu-timing", "end"], "none": ["--gpu-timing", "none"],
-    "exact": ["--gpu-timing", "exact"], "cupti-s20": ["--gpu-timing", "cupti", "--gpu-sample", "0.2"],
+    "events": ["--gpu-timing", "events"], "exact": ["--gpu-timing", "exact"], "cupti-s20": ["--gpu-timing", "cupti", "--gpu-sample", "0.2"],
     "cupti-s10": ["--gpu-timing", "cupti", "--gpu-sample", "0.1"],
 }
 ONCE = (60, 79)  # the window of `-once` configurations (NVTX step indices, warm-up included)

@@ -304,8 +304,8 @@ def threads_shared_streams_counted(s, c):
 
 
 @test
-def threads_exact_timing(s, c):
-    threads_case(s, c, ["--gpu-timing", "exact"])
+def threads_start_and_end_events(s, c):
+    threads_case(s, c, ["--gpu-timing", "events"])
 
 
 @test
@@ -733,6 +733,44 @@ def cupti_auto_mode_uses_libcupti_when_it_loads(s, c):
 
 
 @test
+def exact_mode_is_cupti_and_says_when_it_falls_back_to_events(s, c):
+    """--gpu-timing exact takes every operation's GPU span from CUPTI (here the fake one: exactly
+    the fake GPU's spans). Where CUPTI cannot load it uses start and end events, with one warning
+    that says so, and the trace says `events`. It times every operation, so the CLI refuses
+    --gpu-sample with it and the environment's CUTRACE_GPU_SAMPLE is ignored with a warning."""
+    trace, meta, log, err = record_cupti(s, c, "exact", [s.prog("copies")], opts=("--gpu-timing", "exact"))
+    check_cupti_meta(c, meta, "exact")
+    c.expect("warning: CUPTI" not in err, f"exact mode with CUPTI warned: {tail(err)}")
+    c.equal("exact: operations the fake GPU ran, by type", dict(check_fake_gpu_spans(s, c, trace, log, "exact")),
+            {"Memcpy": 13, "Memset": 5})
+
+    d = s.tmpdir("exact_no_cupti")
+    p = s.record(c, d, [s.prog("launch_loop"), "200"], ["--gpu-timing", "exact"],
+                 {"CUTRACE_CUPTI": os.path.join(d, "no-such-libcupti.so")})
+    c.equal("exact without CUPTI: gpu_timing meta", trace_meta(s, c, os.path.join(d, traces(d)[0])).get("gpu_timing"),
+            "events")
+    warnings = re.findall(r"warning: CUPTI[^\n]*", p.stderr)
+    c.equal("exact without CUPTI: warnings", len(warnings), 1)
+    c.expect(warnings and "start and end events" in warnings[0], f"the warning does not name the fallback: {warnings}")
+    ops = dump_ops(s, c, os.path.join(d, traces(d)[0]), "Kernel")
+    c.equal("exact without CUPTI: kernels", len(ops), 2200)  # launch_loop's 2 x 1,000 warm-up launches too
+    c.equal("exact without CUPTI: kernels without GPU time", sum(1 for o in ops if o[2] == 0), 0)
+    c.equal("exact without CUPTI: kernels with an inferred start", sum(1 for o in ops if "inferred_start" in o[3]), 0)
+
+    d = s.tmpdir("exact_sample")
+    p = s.run([s.cutrace, "record", "-o", d, "--gpu-timing", "exact", "--gpu-sample", "0.2", "--",
+               s.prog("launch_loop"), "10"])
+    c.equal("exact with --gpu-sample: exit status", p.returncode, 2)
+    c.expect("does not take --gpu-sample" in p.stderr, f"no reason given: {tail(p.stderr)}")
+    c.equal("exact with --gpu-sample: trace files", traces(d) if os.path.isdir(d) else [], [])
+    trace, meta, log, err = record_cupti(s, c, "exact_env_sample", [s.prog("copies")], opts=("--gpu-timing", "exact"),
+                                         env={"CUTRACE_GPU_SAMPLE": "0.25/40"})
+    c.expect("CUTRACE_GPU_SAMPLE ignored" in err, f"no warning about CUTRACE_GPU_SAMPLE: {tail(err)}")
+    c.equal("exact with CUTRACE_GPU_SAMPLE: meta gpu_sample", meta.get("gpu_sample"), None)
+    check_fake_gpu_spans(s, c, trace, log, "exact, CUTRACE_GPU_SAMPLE set")
+
+
+@test
 def app_exit_code_and_output_unchanged(s, c):
     for prog, status in (("copies", 0), ("exit_code", 3)):
         plain = s.run([s.prog(prog)])
@@ -1048,10 +1086,10 @@ def nvtx_ranges_through_injection(s, c):
     domain range with a registered string, a start/end range ended on another thread, marks,
     thread names (expected values in its header comment)."""
     d = s.tmpdir("nvtx")
-    # Exact timing: the projection is checked against the fake GPU's 3 x 20 us, so starts are
-    # measured (an inferred start is the launch call's return: late when the test machine is
+    # Start and end events: the projection is checked against the fake GPU's 3 x 20 us, so starts
+    # are measured (an inferred start is the launch call's return: late when the test machine is
     # loaded and the thread is descheduled inside the call).
-    p = s.record(c, d, [s.prog("nvtx_app")], ["--gpu-timing", "exact"])
+    p = s.record(c, d, [s.prog("nvtx_app")], ["--gpu-timing", "events"])
     c.expect("nvtx_app: OK" in p.stdout, f"nvtx_app printed {tail(p.stdout)!r}")
     j = s.summary(c, d)
     r = ranges_by_name(j)
