@@ -1,6 +1,7 @@
 #include "collector/cupti_source.h"
 #include <cupti.h>
 #include <dlfcn.h>
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -46,6 +47,11 @@ struct Span {
 // Filled by CUPTI's buffer callback (its own thread or ours during a flush): not a hot path.
 std::mutex g_mu;
 std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
+// The kernels of graph replays (records with a graph id), by the graph launch's correlation id.
+std::unordered_map<uint32_t, std::vector<CuptiGraphKernel>>* g_graph_kernels;
+// Graph launches whose replay had copy or memset nodes too: they stay one operation (their kernels
+// alone would leave the copies' GPU time out of the trace).
+std::unordered_map<uint32_t, bool>* g_graph_mixed;
 int64_t g_last_flush = 0;
 
 // A span is final once a flush that began after its work ended has been delivered (graph
@@ -78,6 +84,17 @@ void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   ++g_n_gpu;
 }
 
+void add_graph_kernel(const CUpti_ActivityKernel10& k) {
+  CuptiGraphKernel g;
+  g.name = k.name ? k.name : "";
+  g.start = int64_t(k.start), g.end = int64_t(k.end);
+  g.grid[0] = uint32_t(k.gridX), g.grid[1] = uint32_t(k.gridY), g.grid[2] = uint32_t(k.gridZ);
+  g.block[0] = uint32_t(k.blockX), g.block[1] = uint32_t(k.blockY), g.block[2] = uint32_t(k.blockZ);
+  g.dyn_smem = uint32_t(k.dynamicSharedMemory), g.static_smem = uint32_t(k.staticSharedMemory);
+  g.regs = k.registersPerThread;
+  (*g_graph_kernels)[k.correlationId].push_back(std::move(g));
+}
+
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   {
     std::lock_guard<std::mutex> l(g_mu);
@@ -90,16 +107,19 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         case CUPTI_ACTIVITY_KIND_KERNEL: {
           auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
           add_span(k->correlationId, k->start, k->end);
+          if (k->graphId != 0 && k->start != 0 && k->end >= k->start) add_graph_kernel(*k);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
           add_span(m->correlationId, m->start, m->end);
+          if (m->graphId != 0) (*g_graph_mixed)[m->correlationId] = true;
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
           add_span(m->correlationId, m->start, m->end);
+          if (m->graphId != 0) (*g_graph_mixed)[m->correlationId] = true;
           break;
         }
         default:
@@ -227,6 +247,8 @@ bool cupti_start(bool quiet, bool exact) {
     return false;
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
+  g_graph_kernels = new std::unordered_map<uint32_t, std::vector<CuptiGraphKernel>>();
+  g_graph_mixed = new std::unordered_map<uint32_t, bool>();
   ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
        a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
        a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
@@ -305,8 +327,16 @@ void cupti_flush(bool forced) {
   static int64_t last_prune = before;
   if (before - last_prune < kPruneEveryNs) return;
   last_prune = before;
-  for (auto it = g_spans->begin(); it != g_spans->end();)
-    it = it->second.end < before - kOrphanAgeNs ? (++g_n_orphans, g_spans->erase(it)) : std::next(it);
+  for (auto it = g_spans->begin(); it != g_spans->end();) {
+    if (it->second.end >= before - kOrphanAgeNs) {
+      ++it;
+      continue;
+    }
+    ++g_n_orphans;
+    g_graph_kernels->erase(it->first);
+    g_graph_mixed->erase(it->first);
+    it = g_spans->erase(it);
+  }
 }
 
 void cupti_stop() {
@@ -342,12 +372,22 @@ CuptiLosses cupti_losses() {
   return {g_n_dropped, g_n_incomplete};
 }
 
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end) {
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphKernel>* graph) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = g_spans->find(corr);
   if (it == g_spans->end() || !is_final(it->second)) return false;
   *start = it->second.start, *end = it->second.end;
   g_spans->erase(it);
+  const bool mixed = g_graph_mixed->erase(corr) > 0;
+  auto g = g_graph_kernels->find(corr);
+  if (g != g_graph_kernels->end()) {
+    if (graph && !mixed) {
+      *graph = std::move(g->second);
+      std::stable_sort(graph->begin(), graph->end(),
+                       [](const CuptiGraphKernel& a, const CuptiGraphKernel& b) { return a.start < b.start; });
+    }
+    g_graph_kernels->erase(g);
+  }
   ++g_n_taken;
   return true;
 }

@@ -8,6 +8,8 @@
 // start and end events in exact mode (always with a warning).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace cutrace {
 
@@ -32,8 +34,17 @@ void cupti_idle(bool settled, int64_t now);
 bool cupti_closing();
 void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything
-// GPU span of the work of the call with CUPTI correlation id `corr`, once it is final.
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end);
+// One kernel of a CUDA graph replay, as CUPTI reports it (under the graph launch's correlation id).
+struct CuptiGraphKernel {
+  std::string name;  // as CUPTI gives it (mangled)
+  int64_t start = 0, end = 0;
+  uint32_t grid[3] = {}, block[3] = {};
+  uint32_t dyn_smem = 0, static_smem = 0;
+  uint16_t regs = 0;
+};
+// GPU span of the work of the call with CUPTI correlation id `corr`, once it is final. `graph`:
+// the kernels of a graph launch's replay go there, in the order they started (else forgotten).
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphKernel>* graph = nullptr);
 // Activity records CUPTI has delivered so far (the collector's exit wait stops once none come).
 uint64_t cupti_records();
 // Whether the span of `corr` has arrived and is final (what cupti_take would take), leaving it.

@@ -153,10 +153,13 @@ enum OpFlags : uint16_t {
   kOpAsync = 1 << 4,          // memcpy/memset: *Async API
   kOpPerThreadStream = 1 << 5,
   kOpNotSampled = 1 << 6,     // no GPU time by design: issued outside the GPU-timing sample (gpu_sample meta)
+  // A graph launch whose replay's kernels follow it as Kernel records of kind GraphKernel (CUPTI
+  // timing): those carry the GPU work; this record stays the launch call (and the replay's span).
+  kOpGraphKernels = 1 << 7,
 };
 
 struct OpCommon {
-  uint64_t corr;       // correlation id: unique per file, links launch to execution
+  uint64_t corr;       // correlation id: links launch to execution; unique per file but for a graph launch's GraphKernels
   int64_t cpu_begin;   // ns, host call entry
   int64_t cpu_end;     // ns, host call return
   int64_t gpu_start;   // ns (host clock), 0 = unknown
@@ -171,7 +174,15 @@ struct OpCommon {
 };
 static_assert(sizeof(OpCommon) == 60);
 
-enum class KernelKind : uint8_t { Kernel = 0, Cooperative = 1, Graph = 2 };
+// GraphKernel: one kernel of a CUDA graph replay, after its Graph record (same corr, tid, stream,
+// CPU times: the launch call's), with its own name, configuration and GPU span.
+enum class KernelKind : uint8_t { Kernel = 0, Cooperative = 1, Graph = 2, GraphKernel = 3 };
+// The record stands for a launch call: every kernel but a graph's kernels.
+inline bool is_launch(uint8_t kind) { return kind != uint8_t(KernelKind::GraphKernel); }
+// The record stands for GPU work of its own: every kernel but a graph launch whose kernels follow.
+inline bool is_gpu_work(uint8_t kind, uint16_t flags) {
+  return !(kind == uint8_t(KernelKind::Graph) && (flags & kOpGraphKernels));
+}
 
 struct KernelRec {
   RecHeader h;
@@ -184,7 +195,7 @@ struct KernelRec {
   uint16_t regs;
   uint8_t kind;  // KernelKind
   uint8_t pad;
-  uint32_t graph_id;  // graph exec id for kind Graph, else 0
+  uint32_t graph_id;  // graph exec id for kinds Graph and GraphKernel, else 0
 };
 static_assert(sizeof(KernelRec) == 4 + 60 + 44);
 

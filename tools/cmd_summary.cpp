@@ -111,13 +111,17 @@ void print_kernels(const SummaryModel& m, size_t top) {
   for (const auto& k : ks) all.merge(k.time), all_est = cutrace::sat_add(all_est, k.est_ns);
   // A sampled trace (--gpu-sample): Total is the timed launches' time, Est. total all launches'.
   const bool sampled = m.sampled();
+  // Kernels of graph replays have no launch call of their own: "N kernels (K of them in R replays)".
+  const std::string count = m.graph_kernels() == 0
+                                ? human_count(all.count) + " launches"
+                                : fmt::format("{} kernels ({} of them in {} CUDA graph replays)", human_count(all.count),
+                                              human_count(m.graph_kernels()), human_count(m.graph_replays()));
   if (sampled) {
-    section(fmt::format("Kernels: {} launches, {} GPU time timed, {} estimated for all, {} names (by estimated "
-                        "GPU time)", human_count(all.count), human_ns(all.total_ns()), human_ns(all_est),
-                        human_count(ks.size())));
+    section(fmt::format("Kernels: {}, {} GPU time timed, {} estimated for all, {} names (by estimated GPU time)",
+                        count, human_ns(all.total_ns()), human_ns(all_est), human_count(ks.size())));
   } else {
-    section(fmt::format("Kernels: {} launches, {} GPU time, {} names (by GPU time)", human_count(all.count),
-                        human_ns(all.total_ns()), human_count(ks.size())));
+    section(fmt::format("Kernels: {}, {} GPU time, {} names (by GPU time)", count, human_ns(all.total_ns()),
+                        human_count(ks.size())));
   }
   if (ks.empty()) return;
   std::vector<Table::Column> cols = {{"Name", Align::Left},   {"Count", Align::Right},  {"Total", Align::Right},
@@ -623,6 +627,10 @@ void print_text(const SummaryModel& m, size_t top) {
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
     std::printf("   ops captured into graphs %s", human_count(m.captured_ops()).c_str());
+  }
+  if (m.graph_replays()) {
+    std::printf("\nCUDA graph replays %s, shown as their %s kernels", human_count(m.graph_replays()).c_str(),
+                human_count(m.graph_kernels()).c_str());
   }
   std::printf("\n");
 }

@@ -298,7 +298,12 @@ class ChromeFile {
 
   void kernel(const fmt::KernelRec& k) {
     fmt::OpCommon op = k.op;
-    if (!op_host(op)) return;
+    // A graph replay's kernel: GPU side only (its launch is the Graph record's host event). A graph
+    // launch whose kernels follow: host side, and its flow ends at the replay's first kernel.
+    const bool launch = fmt::is_launch(k.kind);
+    if (launch ? !op_host(op) : !exporter::has_gpu_time(op)) return;
+    if (!launch) streams_.insert({op.device, op.stream});
+    if (!fmt::is_gpu_work(k.kind, op.flags)) return flow(op);
     x_head("kernel", name(k.name_id), op.device, op.stream, op.gpu_start, op.gpu_end);
     gpu_args_head(op);
     o_ += ",\"grid\":[";
@@ -319,10 +324,14 @@ class ChromeFile {
     put_u64(o_, uint64_t(k.static_smem) + k.dyn_smem);
     o_ += ",\"queued\":0,\"context\":0";
     if (k.kind == uint8_t(fmt::KernelKind::Graph)) o_ += ",\"graph launch\":1";
+    if (!launch) {
+      o_ += ",\"graph id\":";
+      put_u64(o_, k.graph_id);
+    }
     if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
     o_ += "}";
     end_event();
-    flow(op);
+    if (launch) flow(op);
   }
 
   void copy_args(const fmt::OpCommon& op, uint64_t bytes) {

@@ -357,14 +357,21 @@ class PerfettoFile {
 
   void kernel(const fmt::KernelRec& k) {
     fmt::OpCommon op = k.op;
-    if (!op_host(op)) return;
+    if (!fmt::is_gpu_work(k.kind, op.flags)) {  // a graph launch whose kernels follow: host slice only
+      op.gpu_start = op.gpu_end = 0;
+      op_host(op);
+      return;
+    }
+    const bool launch = fmt::is_launch(k.kind);  // else a graph replay's kernel: GPU slice only
+    if (launch ? !op_host(op) : !exporter::has_gpu_time(op)) return;
     body_begin(name_iid(k.name_id), kCatKernel);
     gpu_common(op);
     ann_str(kAnnGrid, dims(k.grid[0], k.grid[1], k.grid[2]));
     ann_str(kAnnBlock, dims(k.block[0], k.block[1], k.block[2]));
     ann_int(kAnnRegs, k.regs);
     ann_int(kAnnSmem, int64_t(uint64_t(k.static_smem) + k.dyn_smem));
-    gpu_slice(op);
+    if (launch) gpu_slice(op);
+    else slice(stream_track(op.device, op.stream), op.gpu_start, op.gpu_end);
   }
   // "[x, y, z]"
   std::string_view dims(uint32_t x, uint32_t y, uint32_t z) {

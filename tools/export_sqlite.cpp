@@ -5,7 +5,9 @@
 // What goes where (one trace record can make rows in two tables, tied by correlationId):
 //   Kernel            CUPTI_ACTIVITY_KIND_RUNTIME (host call) + CUPTI_ACTIVITY_KIND_KERNEL (GPU)
 //   Kernel, graph     ... + CUPTI_ACTIVITY_KIND_GRAPH_TRACE (one row per graph launch, as nsys
-//                     writes with --cuda-graph-trace=graph; cutrace does not see graph nodes)
+//                     writes with --cuda-graph-trace=graph; the replay's span)
+//   Kernel, graph's   CUPTI_ACTIVITY_KIND_KERNEL only, under the graph launch's correlationId
+//     kernel          (as nsys writes with --cuda-graph-trace=node; graphNodeId is not known)
 //   Memcpy / Memset   RUNTIME + CUPTI_ACTIVITY_KIND_MEMCPY / CUPTI_ACTIVITY_KIND_MEMSET
 //   Sync              RUNTIME + CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (context/stream/event
 //                     sync and stream wait; the query calls are RUNTIME rows only)
@@ -555,6 +557,7 @@ struct Exporter::FileState {
   std::unordered_map<uint64_t, uint64_t> alloc_bytes;  // live allocations: address -> bytes
   std::map<uint16_t, int64_t> devices;                 // CUDA ordinal -> deviceId
   std::set<std::pair<uint32_t, uint16_t>> streams;     // (stream, device) used by operations
+  std::pair<uint64_t, int64_t> graph_corr{0, 0};      // the latest graph launch: trace corr -> correlationId
 
   int64_t t(int64_t ns) const { return exporter::wrap_add(ns, base); }  // damaged times: no overflow UB
 
@@ -626,7 +629,13 @@ struct Exporter::FileState {
   bool kernel(const fmt::KernelRec& k) {
     const fmt::OpCommon op = k.op;  // copies: packed fields
     int64_t corr;
-    if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, &corr)) return false;
+    if (fmt::is_launch(k.kind)) {
+      if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, &corr)) return false;
+      if (k.kind == uint8_t(fmt::KernelKind::Graph)) graph_corr = {op.corr, corr};
+    } else {
+      // A graph replay's kernel follows its launch in the file: the launch's RUNTIME row.
+      corr = graph_corr.first == op.corr ? graph_corr.second : x.next_corr_++;
+    }
     if (!gpu_side(op)) return true;
     int64_t ctx = int64_t(op.device) + 1, dv;
     if (!dev(op.device, &dv)) return false;

@@ -162,7 +162,15 @@ class Loader {
                                       +k.grid[0], +k.grid[1], +k.grid[2], +k.block[0], +k.block[1],
                                       +k.block[2], +k.regs, +k.static_smem, +k.dyn_smem);  // +: copies of packed fields
         if (k.kind != 0) geo = std::string(kernel_kind_name(k.kind)) + "  " + geo;
-        op(k.op, name, EventKind::Kernel, 0, str(geo), name);
+        if (!fmt::is_launch(k.kind)) {  // a graph replay's kernel: its launch is the graph's record
+          gpu_event(k.op, name, EventKind::Kernel, 0, str(geo));
+        } else if (!fmt::is_gpu_work(k.kind, +k.op.flags)) {  // a graph launch whose kernels follow
+          fmt::OpCommon o = k.op;
+          o.gpu_start = o.gpu_end = 0;
+          op(o, name, EventKind::Kernel, 0, str(geo), name);
+        } else {
+          op(k.op, name, EventKind::Kernel, 0, str(geo), name);
+        }
         break;
       }
       case T::Memcpy: {

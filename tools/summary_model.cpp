@@ -661,8 +661,9 @@ bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) 
             [](const WindowSummary& a, const WindowSummary& b) { return a.begin_ns < b.begin_ns; });
   return r.read([&](const Record& rec) {
     if (rec.type() == fmt::RecType::Kernel) {
-      const fmt::OpCommon& op = rec.as<fmt::KernelRec>().op;
-      if (!span.in(op.cpu_begin) || (op.flags & fmt::kOpCaptured)) return;
+      const auto& k = rec.as<fmt::KernelRec>();
+      const fmt::OpCommon& op = k.op;
+      if (!span.in(op.cpu_begin) || (op.flags & fmt::kOpCaptured) || !fmt::is_gpu_work(k.kind, op.flags)) return;
       WindowSummary* w = t.window_at(op.cpu_begin);
       if (!w) return;
       ++w->kernels;
@@ -712,12 +713,32 @@ bool SummaryModel::add(TraceReader& r) {
         const auto& k = rec.as<fmt::KernelRec>();
         const fmt::OpCommon& op = k.op;
         if (!span.in(op.cpu_begin)) break;
-        api_errors_ += is_error(op.result);
-        t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        const bool launch = fmt::is_launch(k.kind);  // not a graph replay's kernel (its launch counts)
+        if (launch) {
+          api_errors_ += is_error(op.result);
+          t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        }
         if (op.flags & fmt::kOpCaptured) {
           ++captured_;
           break;
         }
+        // Launch latency: from a launch call's return to its work's start on the GPU (a graph
+        // replay's first kernel: the replay's span), when the start was measured.
+        auto latency = [&](int64_t stream_end) {
+          if ((op.flags & fmt::kOpInferredStart) || !launch || !timed(op.gpu_start, op.gpu_end)) return;
+          int64_t l = sat_sub(op.gpu_start, op.cpu_end);
+          launch_.add(l);
+          if (stream_end <= op.cpu_end) {  // nothing queued ahead on the stream
+            launch_idle_.add(l);
+            t.add_worst(l, k.name_id, op);
+          }
+        };
+        if (!fmt::is_gpu_work(k.kind, op.flags)) {  // a graph launch whose kernels follow it
+          ++graph_launches_expanded_;
+          latency(t.last_end(op.stream));
+          break;
+        }
+        graph_kernels_ += !launch;
         FileTotals::KSlot& s = t.kslot(k.name_id);
         int64_t gs = op.gpu_start, ge = op.gpu_end;
         s.time.add(gs, ge);
@@ -732,14 +753,7 @@ bool SummaryModel::add(TraceReader& r) {
           short_ns_ = sat_add(short_ns_, d);
         }
         int64_t& stream_end = t.last_end(op.stream);
-        if (!(op.flags & fmt::kOpInferredStart)) {
-          int64_t latency = sat_sub(gs, op.cpu_end);
-          launch_.add(latency);
-          if (stream_end <= op.cpu_end) {  // nothing queued ahead on the stream
-            launch_idle_.add(latency);
-            t.add_worst(latency, k.name_id, op);
-          }
-        }
+        latency(stream_end);
         t.gpu_op(op, stream_end, s.comm ? GpuWork::Comm : GpuWork::Compute, op.cpu_end);
         break;
       }
@@ -1326,6 +1340,8 @@ Json SummaryModel::to_json() const {
   j["dropped_records"] = dropped_records();
   j["api_errors"] = api_errors_;
   j["captured_ops"] = captured_;
+  j["graph_replays"] = graph_launches_expanded_;
+  j["graph_kernels"] = graph_kernels_;
   j["records"] = records_;
   j["skipped_files"] = skipped_;
   j["notes"] = notes_;

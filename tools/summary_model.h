@@ -14,7 +14,9 @@
 // GPU time is gpu_end - gpu_start, counted only when both are non-zero and end >= start; other
 // operations are "untimed". `count` includes untimed operations; mean = total / timed count.
 // Operations issued while a stream was capturing a CUDA graph did not run then: they are only
-// counted in captured_ops (the graph launch is a Kernel record of kind Graph).
+// counted in captured_ops (the graph launch is a Kernel record of kind Graph). A graph launch whose
+// replay's kernels follow it (kind GraphKernel, CUPTI timing) counts as a launch (API calls) and in
+// graph_replays; its kernels are the kernels (names, counts, GPU time), without launch latency.
 //
 // Ranges (Range records) are grouped by (domain, name). CPU time is cpu_end - cpu_begin (never
 // negative); the GPU projection gpu_end - gpu_start counts only when both are non-zero and
@@ -416,6 +418,9 @@ class SummaryModel {
   uint64_t api_errors() const { return api_errors_; }
   uint64_t records() const { return records_; }
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
+  // Graph launches whose replays' kernels the trace holds, and those kernels.
+  uint64_t graph_replays() const { return graph_launches_expanded_; }
+  uint64_t graph_kernels() const { return graph_kernels_; }
   uint64_t skipped_files() const { return skipped_; }
   const std::vector<std::string>& notes() const { return notes_; }
   // Some file's GPU times are a sample (--gpu-sample): kernels' est_ns estimate all launches.
@@ -471,6 +476,7 @@ class SummaryModel {
   uint64_t api_errors_ = 0;
   uint64_t records_ = 0;
   uint64_t captured_ = 0;
+  uint64_t graph_launches_expanded_ = 0, graph_kernels_ = 0;
   uint64_t skipped_ = 0;
 };
 

@@ -47,6 +47,7 @@ typedef struct FakeCudaGpuOp {
   uint64_t bytes;            // copies and memsets
   FakeCudaMemory src_memory, dst_memory;  // copies: both sides; memsets: dst_memory
   const char* name;          // kernels: the function's name (valid during the hook only)
+  uint32_t graph_id;         // a node of a graph launch: the graph's id (never 0), else 0
 } FakeCudaGpuOp;
 
 typedef struct FakeCudaCuptiHooks {

@@ -29,12 +29,15 @@ FakeCudaMemory memoryAt(const void* address) {
 }
 
 // Reports `op` (a graph: each node, back to back) starting at `start`; returns its end.
-int64_t reportTo(const FakeCudaCuptiHooks* hooks, const CUstream_st* stream, const Op& op, int64_t start) {
+// `graph_id`: of the graph launch `op` is a node of (0: none).
+int64_t reportTo(const FakeCudaCuptiHooks* hooks, const CUstream_st* stream, const Op& op, int64_t start,
+                 uint32_t graph_id = 0) {
   if (op.kind == OpKind::kGraph) {
-    for (const Op& child : op.children) start = reportTo(hooks, stream, child, start);
+    for (const Op& child : op.children) start = reportTo(hooks, stream, child, start, 1);
     return start;
   }
   FakeCudaGpuOp g{};
+  g.graph_id = graph_id;
   g.correlation_id = t_correlation;
   g.start_ns = start;
   g.end_ns = start + static_cast<int64_t>(op.durationNs);
@@ -104,6 +107,17 @@ void reportOp(const CUstream_st* stream, const Op& op, const Span& span) {
     int n = std::snprintf(line, sizeof line, "%s %lld %lld\n", kindName(op.kind), static_cast<long long>(span.start),
                           static_cast<long long>(span.end));
     if (write(fd, line, static_cast<size_t>(n)) != n) {
+    }
+    // A graph's nodes too, back to back from its start: "graph_kernel START END" (graph_memcpy,
+    // graph_memset, graph_graph).
+    int64_t start = span.start;
+    if (op.kind == OpKind::kGraph) for (const Op& child : op.children) {
+      int64_t end = start + static_cast<int64_t>(child.durationNs);
+      n = std::snprintf(line, sizeof line, "graph_%s %lld %lld\n", kindName(child.kind), static_cast<long long>(start),
+                        static_cast<long long>(end));
+      if (write(fd, line, static_cast<size_t>(n)) != n) {
+      }
+      start = end;
     }
   }
 }

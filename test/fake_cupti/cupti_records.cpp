@@ -66,6 +66,7 @@ void fillKernel(CUpti_ActivityKernel10* k, CUpti_ActivityKind kind, const FakeCu
   k->gridX = k->gridY = k->gridZ = 1;
   k->blockX = k->blockY = k->blockZ = 1;
   k->name = intern(op.name);
+  k->graphId = op.graph_id;
 }
 
 void fillMemcpy(CUpti_ActivityMemcpy6* m, const FakeCudaGpuOp& op) {
@@ -81,6 +82,7 @@ void fillMemcpy(CUpti_ActivityMemcpy6* m, const FakeCudaGpuOp& op) {
   m->contextId = op.context_id;
   m->streamId = op.stream_id;
   m->correlationId = op.correlation_id;
+  m->graphId = op.graph_id;
 }
 
 void fillMemset(CUpti_ActivityMemset4* m, const FakeCudaGpuOp& op) {
@@ -91,6 +93,7 @@ void fillMemset(CUpti_ActivityMemset4* m, const FakeCudaGpuOp& op) {
   m->contextId = op.context_id;
   m->streamId = op.stream_id;
   m->correlationId = op.correlation_id;
+  m->graphId = op.graph_id;
 }
 
 // The timestamps of the record at `p`.

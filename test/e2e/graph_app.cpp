@@ -1,0 +1,67 @@
+// CUDA graph replays for the graph-kernel tests (check.py): one stream, two graphs.
+//   "kernels" graph: k_first (10 us) -> k_second (30 us) -> k_first, replayed 3 times
+//   "mixed" graph:   k_mixed (20 us) -> a 1 MiB memset node, replayed 2 times
+// With CUPTI timing the trace shows the first graph's replays as their kernels (k_first x 6,
+// k_second x 3); the mixed graph's replays stay one operation each ("CUDA graph #2" x 2).
+#include "test/e2e/common.h"
+
+namespace {
+
+CUgraphExec kernel_chain(CUmodule m, const char* const* names, int n) {
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0));
+  CUgraphNode prev = nullptr, node;
+  for (int i = 0; i < n; ++i) {
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = get_function(m, names[i]);
+    kp.gridDimX = 8, kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = 64, kp.blockDimY = kp.blockDimZ = 1;
+    CHECK(cuGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &kp));
+    prev = node;
+  }
+  CUgraphExec exec;
+  CHECK(cuGraphInstantiate(&exec, g, 0));
+  CHECK(cuGraphDestroy(g));
+  return exec;
+}
+
+}  // namespace
+
+int main() {
+  CUcontext ctx = init_primary();
+  CUmodule m = load_fake_module("kernel k_first 10000\nkernel k_second 30000\nkernel k_mixed 20000\n");
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+  const char* chain[] = {"k_first", "k_second", "k_first"};
+  CUgraphExec kernels = kernel_chain(m, chain, 3);
+
+  CUgraph g;
+  CHECK(cuGraphCreate(&g, 0));
+  CUDA_KERNEL_NODE_PARAMS kp{};
+  kp.func = get_function(m, "k_mixed");
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 32;
+  CUgraphNode k, set;
+  CHECK(cuGraphAddKernelNode(&k, g, nullptr, 0, &kp));
+  CUdeviceptr buf;
+  CHECK(cuMemAlloc(&buf, 1 << 20));
+  CUDA_MEMSET_NODE_PARAMS sp{};
+  sp.dst = buf, sp.elementSize = 1, sp.width = 1 << 20, sp.height = 1, sp.value = 7;
+  CHECK(cuGraphAddMemsetNode(&set, g, &k, 1, &sp, ctx));
+  CUgraphExec mixed;
+  CHECK(cuGraphInstantiate(&mixed, g, 0));
+  CHECK(cuGraphDestroy(g));
+
+  for (int i = 0; i < 3; ++i) CHECK(cuGraphLaunch(kernels, s));
+  for (int i = 0; i < 2; ++i) CHECK(cuGraphLaunch(mixed, s));
+  CHECK(cuStreamSynchronize(s));
+  unsigned char byte = 0;
+  CHECK(cuMemcpyDtoH(&byte, buf + 12345, 1));
+  CHECK(byte == 7 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+  CHECK(cuGraphExecDestroy(kernels));
+  CHECK(cuGraphExecDestroy(mixed));
+  CHECK(cuMemFree(buf));
+  printf("graph_app: OK\n");
+  return 0;
+}
