@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -67,6 +68,9 @@ fmt::ClockSyncRec clock_sync_now() {
   return cs;
 }
 std::atomic<int> g_state{kIdle};
+// The process whose collector g_col is: a vfork() child shares our memory (and runs no atfork
+// handler), so an exec there must leave the parent's collector alone.
+std::atomic<int> g_owner_pid{0};
 std::atomic<int> g_fatal_signal{0};
 // The status this process exits with (0..255) once exit() runs (return from main included),
 // as on_exit() hands it over; -1 before, or when the process ends another way.
@@ -202,7 +206,8 @@ bool Collector::start() {
       log_warn("cannot create trace file %s: %s; capture disabled, the program continues", path_.c_str(), err.c_str());
       return false;
     }
-    path_ = base + "." + std::to_string(i);
+    // host.rank0.pid7.1.cutrace: still a *.cutrace file for the tools that list a directory.
+    path_ = base.substr(0, base.size() - std::strlen(".cutrace")) + "." + std::to_string(i) + ".cutrace";
   }
   if (cfg.timing == GpuTiming::Cupti && !cupti_start(cfg.timing_auto, cfg.timing_exact))
     g_timing = cfg.timing_exact ? GpuTiming::Events : GpuTiming::End;
@@ -787,7 +792,7 @@ bool collector_ensure_started() {
     t_starting = true;
     bool ok = c->start();
     t_starting = false;
-    if (ok) g_col = c;
+    if (ok) g_col = c, g_owner_pid.store(int(getpid()), std::memory_order_relaxed);
     else g_capture_on.store(false, std::memory_order_relaxed);
     g_state.store(ok ? kRunning : kDisabled, std::memory_order_release);
     return ok;
@@ -814,11 +819,16 @@ void collector_shutdown(uint32_t end_flags) {
   g_col->shutdown(end_flags);
 }
 
+// An exec from a vfork() child (Python's subprocess, for one) runs on the parent's memory: the
+// parent's collector must not be shut down (or restarted after a failed exec) from there.
+static bool in_collector_process() { return g_owner_pid.load(std::memory_order_relaxed) == int(getpid()); }
+
 void collector_before_exec() {
-  collector_shutdown(fmt::kEndClean);
+  if (in_collector_process()) collector_shutdown(fmt::kEndClean);
 }
 
 void collector_after_failed_exec() {
+  if (!in_collector_process()) return;
   int expected = kStopped;
   if (!g_state.compare_exchange_strong(expected, kIdle)) return;
   g_col = nullptr;  // the stopped collector (and its closed file) is left as it is
@@ -827,6 +837,7 @@ void collector_after_failed_exec() {
 
 void collector_after_fork_child() {
   g_col = nullptr;  // the parent's collector (and its file) belong to the parent
+  g_owner_pid.store(0, std::memory_order_relaxed);
   g_state.store(kIdle, std::memory_order_relaxed);
   g_fatal_signal.store(0);
   g_exit_status.store(-1);

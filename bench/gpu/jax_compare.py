@@ -2,13 +2,17 @@
 """Compares a cutrace trace of bench/gpu/jax_loop.py (--cutrace-window) with jax.profiler's CUPTI
 view of the same loop in another run (--truth): kernels per name (count, GPU time), copies, sets.
   python3 bench/gpu/jax_compare.py TRACE_DIR TRUTH_DIR [--cutrace build/bin/cutrace]
-The truth is the Perfetto JSON jax.profiler writes (TRUTH_DIR/plugins/profile/*/perfetto_trace.json.gz);
-its GPU operations are the events on the GPU process's "Stream ..." threads."""
+  python3 bench/gpu/jax_compare.py TRACE_DIR --chrome TRUTH.json   (torch.profiler's Chrome trace:
+      bench/gpu/torch_graphs.py --truth)
+The JAX truth is the Perfetto JSON jax.profiler writes (TRUTH_DIR/plugins/profile/*/perfetto_trace.json.gz);
+its GPU operations are the events on the GPU process's "Stream ..." threads. In a torch.profiler
+trace they are the events of categories kernel, gpu_memcpy and gpu_memset."""
 import argparse, collections, glob, gzip, json, os, subprocess, sys
 
 ap = argparse.ArgumentParser()
 ap.add_argument("trace")
-ap.add_argument("truth")
+ap.add_argument("truth", nargs="?")
+ap.add_argument("--chrome", help="torch.profiler Chrome trace JSON instead of a jax.profiler directory")
 ap.add_argument("--cutrace", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin", "cutrace"))
 a = ap.parse_args()
 
@@ -18,7 +22,22 @@ def kind(name):
     return "memcpy" if n.startswith("memcpy") else "memset" if n.startswith("memset") else "kernel"
 
 
+def chrome_ops():
+    with open(a.chrome) as f:
+        events = json.load(f)["traceEvents"]
+    ops = collections.defaultdict(lambda: [0, 0.0])
+    cats = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in cats:
+            o = ops[(cats[e["cat"]], e["name"])]
+            o[0] += 1
+            o[1] += float(e.get("dur", 0))
+    return ops
+
+
 def truth_ops():
+    if a.chrome:
+        return chrome_ops()
     files = glob.glob(os.path.join(a.truth, "plugins", "profile", "*", "perfetto_trace.json.gz"))
     if not files:
         sys.exit(f"no perfetto_trace.json.gz under {a.truth}/plugins/profile")

@@ -878,6 +878,24 @@ def app_exit_code_and_output_unchanged(s, c):
 
 
 @test
+def vfork_exec_child_leaves_parent_recording(s, c):
+    """A vfork() child that execs (Python's subprocess does, so torch.compile's compile workers do)
+    runs on the parent's memory: its exec, failed or not, must not shut down the parent's collector.
+    Before the fix, on the H200 a torch.compile job lost every kernel after its first compile worker
+    started (the collector stopped in the child's exec, a failed exec restarted it, a new file
+    `.cutrace.1` got the rest without CUPTI). One trace file, with all 10 kernels, complete."""
+    d = s.tmpdir("spawn")
+    p = s.record(c, d, [s.prog("spawn_app")])
+    c.equal("stdout", p.stdout, "spawn_app: OK\n")
+    c.equal("trace files", traces(d), [t for t in traces(d) if re.fullmatch(r".*\.pid\d+\.cutrace", t)])
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    j = s.summary(c, d)
+    c.equal("kernels", {k["name"]: k["count"] for k in j["kernels"]}, {"k_before": 5, "k_after": 5})
+    c.equal("complete", j["ranks"][0]["complete"], True)
+    c.equal("files in the directory", sorted(os.listdir(d)), traces(d))
+
+
+@test
 def no_cuda_process_writes_nothing(s, c):
     d = os.path.join(s.tmpdir("nocuda"), "out")
     p = s.run([s.cutrace, "record", "-o", d, "--", "sh", "-c", "echo hi; ls / >/dev/null"])
@@ -1727,17 +1745,21 @@ def fork_child_gets_own_file_parent_unharmed(s, c):
 @test
 def exec_gets_own_file(s, c):
     """N launches, then execv(routes) in the same process: two files, the first with the N
-    launches of the image before exec, the second (same pid, suffix .1) with routes' launches."""
+    launches of the image before exec, the second (same pid, host.rank0.pid<P>.1.cutrace) with
+    routes' launches; a summary of the directory reads both."""
     n = 30
     d = s.tmpdir("exec")
     p = s.record(c, d, [s.prog("fault_app"), "exec", str(n), s.prog("routes")])
     m = re.match(r"exec: pid=(\d+) launched %d\nroutes: OK\n$" % n, p.stdout)
     c.require(m, f"fault_app exec printed {p.stdout!r}")
     pid = int(m.group(1))
-    base = f"{socket.gethostname().replace('/', '_').replace(' ', '_')}.rank0.pid{pid}.cutrace"
-    c.require(traces(d) == [base] or sorted(os.listdir(d)) == sorted([base, base + ".1"]),
-              f"files {sorted(os.listdir(d))}, expected {base} and {base}.1")
-    after = s.summary(c, os.path.join(d, base + ".1"))
+    stem = f"{socket.gethostname().replace('/', '_').replace(' ', '_')}.rank0.pid{pid}"
+    base, second = stem + ".cutrace", stem + ".1.cutrace"
+    c.require(sorted(os.listdir(d)) == sorted([base, second]), f"files {sorted(os.listdir(d))}, expected {base} and {second}")
+    both = s.summary(c, d)
+    c.equal("directory summary: files", len(both["ranks"]), 2)
+    c.equal("directory summary: launches", sum(k["count"] for k in both["kernels"]), n + sum(ROUTES.values()))
+    after = s.summary(c, os.path.join(d, second))
     c.equal("after exec: pid", after["ranks"][0]["pid"], pid)
     c.equal("after exec: complete", after["ranks"][0]["complete"], True)
     check_counts(c, by_name(after), ROUTES)
@@ -1848,7 +1870,7 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
 def existing_file_is_never_overwritten(s, c):
     """The trace name the shim would pick (host.rank0.pid<P>.cutrace) already exists, as a
     regular file or as a symlink to a file elsewhere: neither is written to; the trace goes to
-    <name>.1. (TraceWriter::open itself: test/unit/format_test.cpp.)"""
+    host.rank0.pid<P>.1.cutrace. (TraceWriter::open itself: test/unit/format_test.cpp.)"""
     host = socket.gethostname().replace("/", "_").replace(" ", "_")
     victim = os.path.join(s.tmpdir("victim"), "precious.txt")
     for kind in ("regular file", "symlink"):
@@ -1867,7 +1889,9 @@ def existing_file_is_never_overwritten(s, c):
         rc, out, err = fault_run(s, [s.prog("fault_app"), "exit", "10"], d, preexec_fn=plant)
         c.equal(f"{kind}: exit status", rc, 0)
         names = sorted(os.listdir(d))
-        c.require(len(names) == 2 and names[1] == names[0] + ".1", f"{kind}: files {names}")
+        c.require(len(names) == 2 and names[0].endswith(".1.cutrace") and names[1] == names[0][:-len(".1.cutrace")] + ".cutrace",
+                  f"{kind}: files {names}")
+        names = [names[1], names[0]]  # the planted name, then the trace's
         planted = os.path.join(d, names[0])
         if kind == "symlink":
             c.equal("symlink still points to", os.readlink(planted), victim)
