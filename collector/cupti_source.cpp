@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include "collector/format.h"
 #include "shim/config.h"
 #include "shim/driver.h"
 #include "shim/ticks.h"
@@ -47,11 +48,8 @@ struct Span {
 // Filled by CUPTI's buffer callback (its own thread or ours during a flush): not a hot path.
 std::mutex g_mu;
 std::unordered_map<uint32_t, Span>* g_spans;  // CUPTI correlation id -> GPU span
-// The kernels of graph replays (records with a graph id), by the graph launch's correlation id.
-std::unordered_map<uint32_t, std::vector<CuptiGraphKernel>>* g_graph_kernels;
-// Graph launches whose replay had copy or memset nodes too: they stay one operation (their kernels
-// alone would leave the copies' GPU time out of the trace).
-std::unordered_map<uint32_t, bool>* g_graph_mixed;
+// The operations of graph replays (records with a graph id), by the graph launch's correlation id.
+std::unordered_map<uint32_t, std::vector<CuptiGraphNode>>* g_graph_nodes;
 int64_t g_last_flush = 0;
 
 // A span is final once a flush that began after its work ended has been delivered (graph
@@ -84,16 +82,71 @@ void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   ++g_n_gpu;
 }
 
+fmt::MemKind mem_kind(uint32_t cupti_kind) {
+  switch (cupti_kind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return fmt::MemKind::Pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return fmt::MemKind::Pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return fmt::MemKind::Device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return fmt::MemKind::Managed;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return fmt::MemKind::Array;
+    default: return fmt::MemKind::Unknown;
+  }
+}
+
+fmt::CopyKind copy_kind(uint32_t cupti_kind) {
+  switch (cupti_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return fmt::CopyKind::HtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return fmt::CopyKind::DtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return fmt::CopyKind::DtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return fmt::CopyKind::HtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return fmt::CopyKind::PtoP;
+    default: return fmt::CopyKind::Unknown;
+  }
+}
+
+// A record of a graph replay's operation (graphId != 0) with its timestamps, under g_mu.
+void add_graph_node(uint32_t corr, CuptiGraphNode&& n) { (*g_graph_nodes)[corr].push_back(std::move(n)); }
+
 void add_graph_kernel(const CUpti_ActivityKernel10& k) {
-  CuptiGraphKernel g;
-  g.name = k.name ? k.name : "";
+  CuptiGraphNode g;
+  g.type = CuptiGraphNode::Kernel;
   g.start = int64_t(k.start), g.end = int64_t(k.end);
+  g.name = k.name ? k.name : "";
   g.grid[0] = uint32_t(k.gridX), g.grid[1] = uint32_t(k.gridY), g.grid[2] = uint32_t(k.gridZ);
   g.block[0] = uint32_t(k.blockX), g.block[1] = uint32_t(k.blockY), g.block[2] = uint32_t(k.blockZ);
   g.dyn_smem = uint32_t(k.dynamicSharedMemory), g.static_smem = uint32_t(k.staticSharedMemory);
   g.regs = k.registersPerThread;
-  (*g_graph_kernels)[k.correlationId].push_back(std::move(g));
+  add_graph_node(k.correlationId, std::move(g));
 }
+
+void add_graph_memcpy(const CUpti_ActivityMemcpy6& m) {
+  CuptiGraphNode g;
+  g.type = CuptiGraphNode::Memcpy;
+  g.start = int64_t(m.start), g.end = int64_t(m.end);
+  g.bytes = m.bytes;
+  g.copy_kind = uint8_t(copy_kind(m.copyKind));
+  g.src_kind = uint8_t(mem_kind(m.srcKind)), g.dst_kind = uint8_t(mem_kind(m.dstKind));
+  add_graph_node(m.correlationId, std::move(g));
+}
+
+void add_graph_memset(const CUpti_ActivityMemset4& m) {
+  CuptiGraphNode g;
+  g.type = CuptiGraphNode::Memset;
+  g.start = int64_t(m.start), g.end = int64_t(m.end);
+  g.bytes = m.bytes, g.value = m.value;
+  g.dst_kind = uint8_t(mem_kind(m.memoryKind));
+  add_graph_node(m.correlationId, std::move(g));
+}
+
+// Timestamps CUPTI could collect (add_span's test).
+bool has_times(uint64_t start, uint64_t end) { return start != 0 && end >= start; }
 
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   {
@@ -107,19 +160,19 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         case CUPTI_ACTIVITY_KIND_KERNEL: {
           auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
           add_span(k->correlationId, k->start, k->end);
-          if (k->graphId != 0 && k->start != 0 && k->end >= k->start) add_graph_kernel(*k);
+          if (k->graphId != 0 && has_times(k->start, k->end)) add_graph_kernel(*k);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
           add_span(m->correlationId, m->start, m->end);
-          if (m->graphId != 0) (*g_graph_mixed)[m->correlationId] = true;
+          if (m->graphId != 0 && has_times(m->start, m->end)) add_graph_memcpy(*m);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
           add_span(m->correlationId, m->start, m->end);
-          if (m->graphId != 0) (*g_graph_mixed)[m->correlationId] = true;
+          if (m->graphId != 0 && has_times(m->start, m->end)) add_graph_memset(*m);
           break;
         }
         default:
@@ -247,8 +300,7 @@ bool cupti_start(bool quiet, bool exact) {
     return false;
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
-  g_graph_kernels = new std::unordered_map<uint32_t, std::vector<CuptiGraphKernel>>();
-  g_graph_mixed = new std::unordered_map<uint32_t, bool>();
+  g_graph_nodes = new std::unordered_map<uint32_t, std::vector<CuptiGraphNode>>();
   ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
        a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
        a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
@@ -333,8 +385,7 @@ void cupti_flush(bool forced) {
       continue;
     }
     ++g_n_orphans;
-    g_graph_kernels->erase(it->first);
-    g_graph_mixed->erase(it->first);
+    g_graph_nodes->erase(it->first);
     it = g_spans->erase(it);
   }
 }
@@ -372,21 +423,20 @@ CuptiLosses cupti_losses() {
   return {g_n_dropped, g_n_incomplete};
 }
 
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphKernel>* graph) {
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphNode>* graph) {
   std::lock_guard<std::mutex> l(g_mu);
   auto it = g_spans->find(corr);
   if (it == g_spans->end() || !is_final(it->second)) return false;
   *start = it->second.start, *end = it->second.end;
   g_spans->erase(it);
-  const bool mixed = g_graph_mixed->erase(corr) > 0;
-  auto g = g_graph_kernels->find(corr);
-  if (g != g_graph_kernels->end()) {
-    if (graph && !mixed) {
+  auto g = g_graph_nodes->find(corr);
+  if (g != g_graph_nodes->end()) {
+    if (graph) {
       *graph = std::move(g->second);
       std::stable_sort(graph->begin(), graph->end(),
-                       [](const CuptiGraphKernel& a, const CuptiGraphKernel& b) { return a.start < b.start; });
+                       [](const CuptiGraphNode& a, const CuptiGraphNode& b) { return a.start < b.start; });
     }
-    g_graph_kernels->erase(g);
+    g_graph_nodes->erase(g);
   }
   ++g_n_taken;
   return true;

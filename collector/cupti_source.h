@@ -34,17 +34,22 @@ void cupti_idle(bool settled, int64_t now);
 bool cupti_closing();
 void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
 void cupti_stop();                       // collector at exit: flush everything
-// One kernel of a CUDA graph replay, as CUPTI reports it (under the graph launch's correlation id).
-struct CuptiGraphKernel {
-  std::string name;  // as CUPTI gives it (mangled)
+// One kernel, copy or memset of a CUDA graph replay, as CUPTI reports it (under the graph
+// launch's correlation id).
+struct CuptiGraphNode {
+  enum Type : uint8_t { Kernel, Memcpy, Memset } type = Kernel;
   int64_t start = 0, end = 0;
+  std::string name;  // kernels: as CUPTI gives it (mangled)
   uint32_t grid[3] = {}, block[3] = {};
   uint32_t dyn_smem = 0, static_smem = 0;
   uint16_t regs = 0;
+  uint64_t bytes = 0;                                // copies and sets
+  uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // fmt::CopyKind, fmt::MemKind (sets: dst_kind)
+  uint32_t value = 0;                                // sets
 };
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final. `graph`:
-// the kernels of a graph launch's replay go there, in the order they started (else forgotten).
-bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphKernel>* graph = nullptr);
+// the operations of a graph launch's replay go there, in the order they started (else forgotten).
+bool cupti_take(uint32_t corr, int64_t* start, int64_t* end, std::vector<CuptiGraphNode>* graph = nullptr);
 // Activity records CUPTI has delivered so far (the collector's exit wait stops once none come).
 uint64_t cupti_records();
 // Whether the span of `corr` has arrived and is final (what cupti_take would take), leaving it.

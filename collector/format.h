@@ -153,13 +153,20 @@ enum OpFlags : uint16_t {
   kOpAsync = 1 << 4,          // memcpy/memset: *Async API
   kOpPerThreadStream = 1 << 5,
   kOpNotSampled = 1 << 6,     // no GPU time by design: issued outside the GPU-timing sample (gpu_sample meta)
-  // A graph launch whose replay's kernels follow it as Kernel records of kind GraphKernel (CUPTI
+  // A graph launch whose replay's operations follow it as records flagged GraphNode (CUPTI
   // timing): those carry the GPU work; this record stays the launch call (and the replay's span).
-  kOpGraphKernels = 1 << 7,
+  kOpGraphNodes = 1 << 7,
+  // One kernel, copy or memset of a graph replay, after the launch's record (same corr, tid,
+  // stream, CPU times: the launch call's): GPU work only, it stands for no call of its own.
+  kOpGraphNode = 1 << 8,
 };
+// The record stands for a host call: every operation but a graph replay's nodes.
+inline bool is_call(uint16_t flags) { return !(flags & kOpGraphNode); }
+// The record stands for GPU work of its own: every operation but a graph launch whose nodes follow.
+inline bool is_gpu_work(uint16_t flags) { return !(flags & kOpGraphNodes); }
 
 struct OpCommon {
-  uint64_t corr;       // correlation id: links launch to execution; unique per file but for a graph launch's GraphKernels
+  uint64_t corr;       // correlation id: links launch to execution; unique per file but for a graph replay's nodes
   int64_t cpu_begin;   // ns, host call entry
   int64_t cpu_end;     // ns, host call return
   int64_t gpu_start;   // ns (host clock), 0 = unknown
@@ -174,15 +181,7 @@ struct OpCommon {
 };
 static_assert(sizeof(OpCommon) == 60);
 
-// GraphKernel: one kernel of a CUDA graph replay, after its Graph record (same corr, tid, stream,
-// CPU times: the launch call's), with its own name, configuration and GPU span.
-enum class KernelKind : uint8_t { Kernel = 0, Cooperative = 1, Graph = 2, GraphKernel = 3 };
-// The record stands for a launch call: every kernel but a graph's kernels.
-inline bool is_launch(uint8_t kind) { return kind != uint8_t(KernelKind::GraphKernel); }
-// The record stands for GPU work of its own: every kernel but a graph launch whose kernels follow.
-inline bool is_gpu_work(uint8_t kind, uint16_t flags) {
-  return !(kind == uint8_t(KernelKind::Graph) && (flags & kOpGraphKernels));
-}
+enum class KernelKind : uint8_t { Kernel = 0, Cooperative = 1, Graph = 2 };
 
 struct KernelRec {
   RecHeader h;
@@ -195,7 +194,7 @@ struct KernelRec {
   uint16_t regs;
   uint8_t kind;  // KernelKind
   uint8_t pad;
-  uint32_t graph_id;  // graph exec id for kinds Graph and GraphKernel, else 0
+  uint32_t graph_id;  // graph exec id for kind Graph and the kernels of its replays, else 0
 };
 static_assert(sizeof(KernelRec) == 4 + 60 + 44);
 
@@ -260,7 +259,7 @@ struct MemsetRec {
   OpCommon op;
   uint64_t bytes;
   uint32_t value;
-  uint8_t element_size;  // 1, 2 or 4
+  uint8_t element_size;  // 1, 2 or 4; 0: unknown (a graph replay's memset)
   uint8_t pad[3];
 };
 static_assert(sizeof(MemsetRec) == 4 + 60 + 16);

@@ -129,7 +129,7 @@ bool OpResolver::resolve(PendingOp& op) {
     // nothing to wait for (written without GPU time, counted by write()).
     if (op.cupti_corr == 0) return true;
     const bool graph = op.type == fmt::RecType::Kernel && op.rec.kernel.kind == uint8_t(fmt::KernelKind::Graph);
-    if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns, graph ? &op.graph_kernels : nullptr)) return true;
+    if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns, graph ? &op.graph_nodes : nullptr)) return true;
     return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
   }
   if (!op.timed || !op.ev_end || !op.gctx) return true;  // no GPU time to wait for
@@ -180,35 +180,53 @@ void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uin
   if (op.cupti && op.cupti_corr == s.last_cupti_corr) s.last_cupti_corr = 0;  // its span is taken
   c.gpu_start = start;
   c.gpu_end = end;
-  if (end && !op.graph_kernels.empty()) flags |= fmt::kOpGraphKernels;
+  if (end && !op.graph_nodes.empty()) flags |= fmt::kOpGraphNodes;
   c.flags |= flags;
   if (end > s.last_end) s.last_end = end;  // never backwards: a late record cannot reorder the past
   if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
   w_.append(&op.rec);
-  if (c.flags & fmt::kOpGraphKernels) write_graph_kernels(op);
+  if (c.flags & fmt::kOpGraphNodes) write_graph_nodes(op);
   if (!op.ranges.empty()) ranges_.op_done(op.ranges, start, end);
   release_events(op);
 }
 
-// The kernels of a graph replay, after its Graph record: the launch's record with each kernel's
-// kind, name, configuration and GPU span.
-void OpResolver::write_graph_kernels(PendingOp& op) {
-  for (const CuptiGraphKernel& g : op.graph_kernels) {
-    fmt::KernelRec k = op.rec.kernel;
-    k.kind = uint8_t(fmt::KernelKind::GraphKernel);
-    k.op.flags = uint16_t(k.op.flags & ~fmt::kOpGraphKernels);
-    k.op.gpu_start = g.start, k.op.gpu_end = g.end;
-    auto it = graph_kernel_names_.find(g.name);
-    if (it == graph_kernel_names_.end())
-      it = graph_kernel_names_.emplace(g.name, w_.intern(g.name.empty() ? "<unknown kernel>" : demangle(g.name.c_str())))
-               .first;
-    k.name_id = it->second;
-    std::copy(g.grid, g.grid + 3, k.grid);
-    std::copy(g.block, g.block + 3, k.block);
-    k.dyn_smem = g.dyn_smem, k.static_smem = g.static_smem, k.regs = g.regs;
-    w_.append(&k);
+// The operations of a graph replay, after its Graph record: each with the launch's OpCommon (flag
+// GraphNode instead of GraphNodes) and its own GPU span, name or bytes.
+void OpResolver::write_graph_nodes(PendingOp& op) {
+  fmt::OpCommon c = op.rec.kernel.op;
+  c.flags = uint16_t((c.flags & ~fmt::kOpGraphNodes) | fmt::kOpGraphNode);
+  for (const CuptiGraphNode& g : op.graph_nodes) {
+    c.gpu_start = g.start, c.gpu_end = g.end;
+    if (g.type == CuptiGraphNode::Kernel) {
+      fmt::KernelRec k = op.rec.kernel;
+      k.op = c;
+      k.kind = uint8_t(fmt::KernelKind::Kernel);
+      auto it = graph_kernel_names_.find(g.name);
+      if (it == graph_kernel_names_.end())
+        it = graph_kernel_names_
+                 .emplace(g.name, w_.intern(g.name.empty() ? "<unknown kernel>" : demangle(g.name.c_str())))
+                 .first;
+      k.name_id = it->second;
+      std::copy(g.grid, g.grid + 3, k.grid);
+      std::copy(g.block, g.block + 3, k.block);
+      k.dyn_smem = g.dyn_smem, k.static_smem = g.static_smem, k.regs = g.regs;
+      w_.append(&k);
+    } else if (g.type == CuptiGraphNode::Memcpy) {
+      fmt::MemcpyRec m{};
+      m.op = c;
+      m.op.flags |= fmt::kOpAsync;
+      m.bytes = g.bytes, m.copy_kind = g.copy_kind, m.src_kind = g.src_kind, m.dst_kind = g.dst_kind;
+      m.src_device = m.dst_device = c.device;
+      w_.add(m, fmt::RecType::Memcpy);
+    } else {
+      fmt::MemsetRec m{};
+      m.op = c;
+      m.op.flags |= fmt::kOpAsync;
+      m.bytes = g.bytes, m.value = g.value, m.element_size = 0;  // CUPTI does not say
+      w_.add(m, fmt::RecType::Memset);
+    }
   }
-  op.graph_kernels.clear();
+  op.graph_nodes.clear();
 }
 
 void OpResolver::release_events(PendingOp& op) {

@@ -47,7 +47,7 @@ struct PendingOp {
   int64_t end_ns = 0;        // resolved by poll()
   int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
   std::vector<OpenRange*> ranges;  // annotations open when it was launched (GPU projection)
-  std::vector<CuptiGraphKernel> graph_kernels;  // a graph launch's replay, from CUPTI
+  std::vector<CuptiGraphNode> graph_nodes;  // a graph launch's replay, from CUPTI
   fmt::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
   const fmt::OpCommon& op() const { return rec.kernel.op; }
 };
@@ -111,7 +111,7 @@ class OpResolver {
   void finalize(Stream& s, PendingOp& op);
   void write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags);
   void release_events(PendingOp& op);
-  void write_graph_kernels(PendingOp& op);
+  void write_graph_nodes(PendingOp& op);
 
   TraceWriter& w_;
   GpuClock& clock_;
@@ -121,7 +121,7 @@ class OpResolver {
   std::unordered_map<CUevent, Mark> marks_;      // app event -> op it follows
   std::unordered_set<uint64_t> wanted_;          // pending ops that some event marks
   std::unordered_map<uint64_t, int64_t> ends_;   // ends of finalized marked ops
-  std::unordered_map<std::string, uint32_t> graph_kernel_names_;  // CUPTI's name -> demangled name's id
+  std::unordered_map<std::string, uint32_t> graph_kernel_names_;  // CUPTI's kernel name -> demangled name's id
   uint64_t next_seq_ = 1;
   size_t pending_ = 0;
   uint64_t missing_ = 0;

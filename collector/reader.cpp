@@ -458,7 +458,7 @@ const char* sync_kind_name(uint8_t kind) {
 }
 
 const char* kernel_kind_name(uint8_t kind) {
-  static const char* const names[] = {"kernel", "cooperative", "graph", "graph_kernel"};
+  static const char* const names[] = {"kernel", "cooperative", "graph"};
   return pick(names, std::size(names), kind, "unknown");
 }
 

@@ -61,7 +61,8 @@ std::string op_flags(uint16_t flags) {
       {tf::kOpInferredStart, "inferred_start"}, {tf::kOpNoGpuTime, "no_gpu_time"},
       {tf::kOpCaptured, "captured"},            {tf::kOpError, "error"},
       {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"},
-      {tf::kOpNotSampled, "not_sampled"},       {tf::kOpGraphKernels, "graph_kernels"}};
+      {tf::kOpNotSampled, "not_sampled"},       {tf::kOpGraphNodes, "graph_nodes"},
+      {tf::kOpGraphNode, "graph_node"}};
   return flag_names(flags, names, std::size(names));
 }
 

@@ -287,6 +287,21 @@ class ChromeFile {
     return true;
   }
 
+  // The host event of a GPU operation's call, if it stands for one (a graph replay's node does
+  // not: its launch is the graph's record); true when its GPU event is to be drawn. A graph launch
+  // whose nodes follow has none of its own: its flow ends at the replay's first node.
+  bool op_sides(const fmt::OpCommon& op) {
+    if (!fmt::is_call(op.flags)) {
+      if (!exporter::has_gpu_time(op)) return false;
+      streams_.insert({op.device, op.stream});
+      return true;
+    }
+    if (!op_host(op)) return false;
+    if (fmt::is_gpu_work(op.flags)) return true;
+    flow(op);
+    return false;
+  }
+
   void gpu_args_head(const fmt::OpCommon& op) {
     o_ += ",\"args\":{\"device\":";
     put_u64(o_, op.device);
@@ -298,12 +313,7 @@ class ChromeFile {
 
   void kernel(const fmt::KernelRec& k) {
     fmt::OpCommon op = k.op;
-    // A graph replay's kernel: GPU side only (its launch is the Graph record's host event). A graph
-    // launch whose kernels follow: host side, and its flow ends at the replay's first kernel.
-    const bool launch = fmt::is_launch(k.kind);
-    if (launch ? !op_host(op) : !exporter::has_gpu_time(op)) return;
-    if (!launch) streams_.insert({op.device, op.stream});
-    if (!fmt::is_gpu_work(k.kind, op.flags)) return flow(op);
+    if (!op_sides(op)) return;
     x_head("kernel", name(k.name_id), op.device, op.stream, op.gpu_start, op.gpu_end);
     gpu_args_head(op);
     o_ += ",\"grid\":[";
@@ -324,14 +334,14 @@ class ChromeFile {
     put_u64(o_, uint64_t(k.static_smem) + k.dyn_smem);
     o_ += ",\"queued\":0,\"context\":0";
     if (k.kind == uint8_t(fmt::KernelKind::Graph)) o_ += ",\"graph launch\":1";
-    if (!launch) {
+    if (!fmt::is_call(op.flags)) {
       o_ += ",\"graph id\":";
       put_u64(o_, k.graph_id);
     }
     if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
     o_ += "}";
     end_event();
-    if (launch) flow(op);
+    if (fmt::is_call(op.flags)) flow(op);
   }
 
   void copy_args(const fmt::OpCommon& op, uint64_t bytes) {
@@ -345,12 +355,12 @@ class ChromeFile {
     if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
     o_ += "}";
     end_event();
-    flow(op);
+    if (fmt::is_call(op.flags)) flow(op);
   }
 
   void memcpy(const fmt::MemcpyRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_host(op)) return;
+    if (!op_sides(op)) return;
     scratch_.clear();
     append_json_string(scratch_, exporter::memcpy_name(m));
     x_head("gpu_memcpy", scratch_, op.device, op.stream, op.gpu_start, op.gpu_end);
@@ -359,7 +369,7 @@ class ChromeFile {
 
   void memset(const fmt::MemsetRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_host(op)) return;
+    if (!op_sides(op)) return;
     static const std::string kName = "\"Memset (Device)\"";
     x_head("gpu_memset", kName, op.device, op.stream, op.gpu_start, op.gpu_end);
     copy_args(op, m.bytes);

@@ -351,27 +351,29 @@ class PerfettoFile {
     if (op.flags & fmt::kOpInferredStart) ann_int(kAnnInferred, 1);
   }
   void gpu_slice(const fmt::OpCommon& op) {
-    pb::fixed64(arena_, f::kTeTerminatingFlow, flow_id(op.corr));
+    if (fmt::is_call(op.flags)) pb::fixed64(arena_, f::kTeTerminatingFlow, flow_id(op.corr));  // from its call
     slice(stream_track(op.device, op.stream), op.gpu_start, op.gpu_end);
+  }
+
+  // The host slice of a GPU operation's call, if it stands for one (a graph replay's node does not:
+  // its launch is the graph's record); true when its GPU slice is to be drawn. A graph launch whose
+  // nodes follow draws none of its own (and no flow).
+  bool op_sides(fmt::OpCommon& op) {
+    if (!fmt::is_call(op.flags)) return exporter::has_gpu_time(op);
+    if (!fmt::is_gpu_work(op.flags)) op.gpu_start = op.gpu_end = 0;
+    return op_host(op);
   }
 
   void kernel(const fmt::KernelRec& k) {
     fmt::OpCommon op = k.op;
-    if (!fmt::is_gpu_work(k.kind, op.flags)) {  // a graph launch whose kernels follow: host slice only
-      op.gpu_start = op.gpu_end = 0;
-      op_host(op);
-      return;
-    }
-    const bool launch = fmt::is_launch(k.kind);  // else a graph replay's kernel: GPU slice only
-    if (launch ? !op_host(op) : !exporter::has_gpu_time(op)) return;
+    if (!op_sides(op)) return;
     body_begin(name_iid(k.name_id), kCatKernel);
     gpu_common(op);
     ann_str(kAnnGrid, dims(k.grid[0], k.grid[1], k.grid[2]));
     ann_str(kAnnBlock, dims(k.block[0], k.block[1], k.block[2]));
     ann_int(kAnnRegs, k.regs);
     ann_int(kAnnSmem, int64_t(uint64_t(k.static_smem) + k.dyn_smem));
-    if (launch) gpu_slice(op);
-    else slice(stream_track(op.device, op.stream), op.gpu_start, op.gpu_end);
+    gpu_slice(op);
   }
   // "[x, y, z]"
   std::string_view dims(uint32_t x, uint32_t y, uint32_t z) {
@@ -397,7 +399,7 @@ class PerfettoFile {
   }
   void memcpy(const fmt::MemcpyRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_host(op)) return;
+    if (!op_sides(op)) return;
     uint32_t key = uint32_t(m.copy_kind) << 16 | uint32_t(m.src_kind) << 8 | m.dst_kind;
     uint64_t& iid = memcpy_names_[key];
     if (!iid) iid = intern(exporter::memcpy_name(m));
@@ -405,7 +407,7 @@ class PerfettoFile {
   }
   void memset(const fmt::MemsetRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_host(op)) return;
+    if (!op_sides(op)) return;
     if (!memset_name_) memset_name_ = intern(exporter::memset_name());
     copy_like(op, memset_name_, kCatMemset, m.bytes);
   }

@@ -6,8 +6,8 @@
 //   Kernel            CUPTI_ACTIVITY_KIND_RUNTIME (host call) + CUPTI_ACTIVITY_KIND_KERNEL (GPU)
 //   Kernel, graph     ... + CUPTI_ACTIVITY_KIND_GRAPH_TRACE (one row per graph launch, as nsys
 //                     writes with --cuda-graph-trace=graph; the replay's span)
-//   Kernel, graph's   CUPTI_ACTIVITY_KIND_KERNEL only, under the graph launch's correlationId
-//     kernel          (as nsys writes with --cuda-graph-trace=node; graphNodeId is not known)
+//   graph replay's    KERNEL / MEMCPY / MEMSET only, under the graph launch's correlationId
+//     nodes           (as nsys writes with --cuda-graph-trace=node; graphNodeId is not known)
 //   Memcpy / Memset   RUNTIME + CUPTI_ACTIVITY_KIND_MEMCPY / CUPTI_ACTIVITY_KIND_MEMSET
 //   Sync              RUNTIME + CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (context/stream/event
 //                     sync and stream wait; the query calls are RUNTIME rows only)
@@ -620,6 +620,18 @@ struct Exporter::FileState {
            x.fail();
   }
 
+  // The RUNTIME row of a GPU operation's call and its correlationId. A graph replay's node has no
+  // call of its own: it follows its launch in the file and takes the launch's correlationId.
+  bool call(const fmt::OpCommon& op, int64_t* corr) {
+    if (!fmt::is_call(op.flags)) {
+      *corr = graph_corr.first == op.corr ? graph_corr.second : x.next_corr_++;
+      return true;
+    }
+    if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, corr)) return false;
+    if (op.flags & fmt::kOpGraphNodes) graph_corr = {op.corr, *corr};
+    return true;
+  }
+
   static bool timed(int64_t start, int64_t end) { return start != 0 && end != 0 && end >= start; }
   bool gpu_side(const fmt::OpCommon& op) {
     streams.insert({uint32_t(op.stream), uint16_t(op.device)});
@@ -629,13 +641,7 @@ struct Exporter::FileState {
   bool kernel(const fmt::KernelRec& k) {
     const fmt::OpCommon op = k.op;  // copies: packed fields
     int64_t corr;
-    if (fmt::is_launch(k.kind)) {
-      if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, &corr)) return false;
-      if (k.kind == uint8_t(fmt::KernelKind::Graph)) graph_corr = {op.corr, corr};
-    } else {
-      // A graph replay's kernel follows its launch in the file: the launch's RUNTIME row.
-      corr = graph_corr.first == op.corr ? graph_corr.second : x.next_corr_++;
-    }
+    if (!call(op, &corr)) return false;
     if (!gpu_side(op)) return true;
     int64_t ctx = int64_t(op.device) + 1, dv;
     if (!dev(op.device, &dv)) return false;
@@ -656,7 +662,7 @@ struct Exporter::FileState {
   bool memcpy(const fmt::MemcpyRec& m) {
     const fmt::OpCommon op = m.op;
     int64_t corr;
-    if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, &corr)) return false;
+    if (!call(op, &corr)) return false;
     if (!gpu_side(op)) return true;
     bool peer = m.copy_kind == uint8_t(fmt::CopyKind::PtoP);
     int64_t dv, src = 0, dst = 0;
@@ -672,7 +678,7 @@ struct Exporter::FileState {
   bool memset(const fmt::MemsetRec& m) {
     const fmt::OpCommon op = m.op;
     int64_t corr;
-    if (!runtime(op.cpu_begin, op.cpu_end, op.tid, op.api, op.result, &corr)) return false;
+    if (!call(op, &corr)) return false;
     int64_t dv;
     if (!gpu_side(op)) return true;
     if (!dev(op.device, &dv)) return false;

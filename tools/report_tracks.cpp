@@ -138,12 +138,15 @@ class Loader {
   }
   // A GPU operation: its launch call on the thread (with its call stack when one was recorded:
   // --backtrace all, or a blocking copy), its execution on the stream (same corr).
+  // A graph replay's node is GPU work only (its call is the graph launch's record); a graph launch
+  // whose nodes follow is its call only (the nodes draw the replay).
   void op(const fmt::OpCommon& op, uint32_t gpu_name, EventKind k, uint64_t bytes, uint32_t detail,
           uint32_t launched) {
     if (op.flags & fmt::kOpCaptured) detail = str("captured into a CUDA graph (did not run then)");
-    cpu_event(op.tid, at(op.cpu_begin), at(op.cpu_end), str(r_->api_name(op.api)), EventKind::Api, op.corr,
-              bytes, launched);
-    gpu_event(op, gpu_name, k, bytes, detail);
+    if (fmt::is_call(op.flags))
+      cpu_event(op.tid, at(op.cpu_begin), at(op.cpu_end), str(r_->api_name(op.api)), EventKind::Api, op.corr,
+                bytes, launched);
+    if (fmt::is_gpu_work(op.flags)) gpu_event(op, gpu_name, k, bytes, detail);
   }
 
   // Record fields are packed (unaligned): `+f` passes a copy where a reference would bind to one
@@ -162,15 +165,8 @@ class Loader {
                                       +k.grid[0], +k.grid[1], +k.grid[2], +k.block[0], +k.block[1],
                                       +k.block[2], +k.regs, +k.static_smem, +k.dyn_smem);  // +: copies of packed fields
         if (k.kind != 0) geo = std::string(kernel_kind_name(k.kind)) + "  " + geo;
-        if (!fmt::is_launch(k.kind)) {  // a graph replay's kernel: its launch is the graph's record
-          gpu_event(k.op, name, EventKind::Kernel, 0, str(geo));
-        } else if (!fmt::is_gpu_work(k.kind, +k.op.flags)) {  // a graph launch whose kernels follow
-          fmt::OpCommon o = k.op;
-          o.gpu_start = o.gpu_end = 0;
-          op(o, name, EventKind::Kernel, 0, str(geo), name);
-        } else {
-          op(k.op, name, EventKind::Kernel, 0, str(geo), name);
-        }
+        if (!fmt::is_call(+k.op.flags)) geo = "in graph #" + std::to_string(+k.graph_id) + "  " + geo;
+        op(k.op, name, EventKind::Kernel, 0, str(geo), name);
         break;
       }
       case T::Memcpy: {
@@ -182,7 +178,8 @@ class Loader {
       }
       case T::Memset: {
         const auto& m = rec.as<fmt::MemsetRec>();
-        std::string d = ::fmt::format("value {} element {} B", +m.value, unsigned(m.element_size));
+        std::string d = m.element_size ? ::fmt::format("value {} element {} B", +m.value, unsigned(m.element_size))
+                                       : ::fmt::format("value {}", +m.value);  // a graph's memset: size unknown
         op(m.op, str("Memset"), EventKind::Memset, m.bytes, str(d), str(d));
         break;
       }

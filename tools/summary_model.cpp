@@ -663,7 +663,7 @@ bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) 
     if (rec.type() == fmt::RecType::Kernel) {
       const auto& k = rec.as<fmt::KernelRec>();
       const fmt::OpCommon& op = k.op;
-      if (!span.in(op.cpu_begin) || (op.flags & fmt::kOpCaptured) || !fmt::is_gpu_work(k.kind, op.flags)) return;
+      if (!span.in(op.cpu_begin) || (op.flags & fmt::kOpCaptured) || !fmt::is_gpu_work(op.flags)) return;
       WindowSummary* w = t.window_at(op.cpu_begin);
       if (!w) return;
       ++w->kernels;
@@ -713,7 +713,7 @@ bool SummaryModel::add(TraceReader& r) {
         const auto& k = rec.as<fmt::KernelRec>();
         const fmt::OpCommon& op = k.op;
         if (!span.in(op.cpu_begin)) break;
-        const bool launch = fmt::is_launch(k.kind);  // not a graph replay's kernel (its launch counts)
+        const bool launch = fmt::is_call(op.flags);  // not a graph replay's kernel (its launch counts)
         if (launch) {
           api_errors_ += is_error(op.result);
           t.api(op.api).add(op.cpu_begin, op.cpu_end);
@@ -733,7 +733,7 @@ bool SummaryModel::add(TraceReader& r) {
             t.add_worst(l, k.name_id, op);
           }
         };
-        if (!fmt::is_gpu_work(k.kind, op.flags)) {  // a graph launch whose kernels follow it
+        if (!fmt::is_gpu_work(op.flags)) {  // a graph launch whose replay's operations follow it
           ++graph_launches_expanded_;
           latency(t.last_end(op.stream));
           break;
@@ -761,15 +761,18 @@ bool SummaryModel::add(TraceReader& r) {
       case fmt::RecType::Memset: {
         bool is_set = rec.type() == fmt::RecType::Memset;
         const fmt::OpCommon& op = is_set ? rec.as<fmt::MemsetRec>().op : rec.as<fmt::MemcpyRec>().op;
-        uint32_t stack = t.op_stacks.take(op.corr);
+        const bool call = fmt::is_call(op.flags);  // not a graph replay's copy or set
+        uint32_t stack = call ? t.op_stacks.take(op.corr) : 0;
         if (!span.in(op.cpu_begin)) break;
-        api_errors_ += is_error(op.result);
-        t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        if (call) {
+          api_errors_ += is_error(op.result);
+          t.api(op.api).add(op.cpu_begin, op.cpu_end);
+        }
         if (op.flags & fmt::kOpCaptured) {
           ++captured_;
           break;
         }
-        if (!(op.flags & fmt::kOpAsync)) t.blocked(stack, op.api, op.cpu_begin, op.cpu_end);
+        if (call && !(op.flags & fmt::kOpAsync)) t.blocked(stack, op.api, op.cpu_begin, op.cpu_end);
         CopyStat* c;
         uint64_t bytes;
         if (is_set) {

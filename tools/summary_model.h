@@ -15,8 +15,8 @@
 // operations are "untimed". `count` includes untimed operations; mean = total / timed count.
 // Operations issued while a stream was capturing a CUDA graph did not run then: they are only
 // counted in captured_ops (the graph launch is a Kernel record of kind Graph). A graph launch whose
-// replay's kernels follow it (kind GraphKernel, CUPTI timing) counts as a launch (API calls) and in
-// graph_replays; its kernels are the kernels (names, counts, GPU time), without launch latency.
+// replay's operations follow it (flag GraphNode, CUPTI timing) counts as a call (API table, launch
+// latency) and in graph_replays; its nodes are the GPU work (kernels, copies, memsets), no calls.
 //
 // Ranges (Range records) are grouped by (domain, name). CPU time is cpu_end - cpu_begin (never
 // negative); the GPU projection gpu_end - gpu_start counts only when both are non-zero and
@@ -418,7 +418,7 @@ class SummaryModel {
   uint64_t api_errors() const { return api_errors_; }
   uint64_t records() const { return records_; }
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
-  // Graph launches whose replays' kernels the trace holds, and those kernels.
+  // Graph launches whose replays' operations the trace holds, and the kernels of those replays.
   uint64_t graph_replays() const { return graph_launches_expanded_; }
   uint64_t graph_kernels() const { return graph_kernels_; }
   uint64_t skipped_files() const { return skipped_; }

@@ -370,24 +370,15 @@ LOGGED_TYPE = {"kernel": "Kernel", "graph": "Kernel", "memcpy": "Memcpy", "memse
 
 
 def fake_gpu_ops(log):
-    """(type, start, end) of every operation the fake GPU ran (FAKE_CUDA_OP_LOG). A graph launch
-    whose nodes are all kernels also brings each of them as ("GraphKernel", start, end): with CUPTI
-    timing the trace holds them as kernels of kind graph_kernel; a graph with copy or memset nodes
-    stays one operation."""
-    ops, nodes = [], []
-    def close_graph():
-        if nodes and all(k == "graph_kernel" for k, _, _ in nodes):
-            ops.extend(("GraphKernel", a, b) for _, a, b in nodes)
-        nodes.clear()
+    """(type, start, end) of every operation the fake GPU ran (FAKE_CUDA_OP_LOG). A graph launch is
+    ("Kernel", its span), and each of its nodes ("GraphNode:Kernel" / ":Memcpy" / ":Memset", its
+    span): with CUPTI timing the trace holds them as records flagged graph_node."""
+    ops = []
     with open(log) as f:
         for line in f:
             k, a, b = line.split()
-            if k.startswith("graph_"):
-                nodes.append((k, int(a), int(b)))
-                continue
-            close_graph()
-            ops.append((LOGGED_TYPE[k], int(a), int(b)))
-    close_graph()
+            t = "GraphNode:" + LOGGED_TYPE[k[len("graph_"):]] if k.startswith("graph_") else LOGGED_TYPE[k]
+            ops.append((t, int(a), int(b)))
     return ops
 
 
@@ -401,14 +392,12 @@ def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti"), env=None):
     return trace, trace_meta(s, c, trace), log, p.stderr
 
 
-def dump_ops(s, c, trace, rec_type, kinds=None):
+def dump_ops(s, c, trace, rec_type):
     """(cpu_begin, gpu_start, gpu_end, flags) of each rec_type record (Kernel, Memcpy, Memset),
     read line by line from `cutrace dump`: this process stays small (stress_memory_bounded_any_run_length
-    measures a child's peak RSS, which starts from this process's when it forks). `kinds`: a list
-    that gets each record's `kind=` (kernels: kernel, graph, graph_kernel, ...)."""
+    measures a child's peak RSS, which starts from this process's when it forks)."""
     env = preload_env(dict(s.env))
     pat = re.compile(r" cpu=\[(-?\d+)\.\.-?\d+\].*? gpu=\[(-?\d+)\.\.(-?\d+)\].*? flags=(\S+)")
-    kind_pat = re.compile(r" kind=(\S+)")
     ops = []
     with subprocess.Popen([s.cutrace, "dump", "--type", rec_type, trace], env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace") as p:
@@ -416,9 +405,6 @@ def dump_ops(s, c, trace, rec_type, kinds=None):
             m = pat.search(line) if f" {rec_type} " in line else None
             if m:
                 ops.append((int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)))
-                if kinds is not None:
-                    k = kind_pat.search(line)
-                    kinds.append(k.group(1) if k else "")
     c.require(p.returncode == 0, f"`cutrace dump --type {rec_type}` exited {p.returncode}")
     return ops
 
@@ -437,13 +423,12 @@ def check_fake_gpu_spans(s, c, trace, log, what, untimed_want=None):
     ran = collections.Counter(fake_gpu_ops(log))
     got, untimed = collections.Counter(), collections.Counter()
     for t in ("Kernel", "Memcpy", "Memset"):
-        kinds = []
-        for (_, start, end, _), kind in zip(dump_ops(s, c, trace, t, kinds), kinds):
-            t_kind = "GraphKernel" if kind == "graph_kernel" else t  # a graph replay's kernel
+        for _, start, end, flags in dump_ops(s, c, trace, t):
+            t_node = "GraphNode:" + t if "graph_node" in flags.split("|") else t  # a graph replay's node
             if end == 0:
-                untimed[t_kind] += 1
+                untimed[t_node] += 1
             else:
-                got[(t_kind, start, end)] += 1
+                got[(t_node, start, end)] += 1
     c.equal(f"{what}: operations written without GPU time, by type", dict(untimed), untimed_want or {})
     only_trace, only_fake = got - ran, ran - got
     if only_trace or collections.Counter(t for t, _, _ in only_fake.elements()) != untimed:
@@ -463,7 +448,7 @@ def check_cupti_meta(c, meta, what):
 def cupti_gpu_times_are_the_fake_gpus_exact_spans(s, c):
     """--gpu-timing cupti on the fake CUPTI: every kernel (all launch routes, graph replays),
     copy and memset gets the exact span the fake GPU gave it, from one thread or nine."""
-    for prog, want in (("routes", {"Kernel": sum(ROUTES.values()), "GraphKernel": 12}),
+    for prog, want in (("routes", {"Kernel": sum(ROUTES.values()), "GraphNode:Kernel": 12}),
                        ("copies", {"Memcpy": 13, "Memset": 5}),
                        ("threads", {"Kernel": sum(THREADS_COUNTS.values())})):
         trace, meta, log, _ = record_cupti(s, c, prog, [s.prog(prog)])
@@ -472,48 +457,56 @@ def cupti_gpu_times_are_the_fake_gpus_exact_spans(s, c):
 
 
 @test
-def cupti_graph_replays_shown_as_their_kernels(s, c):
-    """With CUPTI timing, a CUDA graph replay comes as its kernels (kind graph_kernel, after the
-    launch's record, which keeps the launch call and is flagged graph_kernels): each kernel has the
-    span the fake GPU ran it in; the summary counts them by name and not the replay, whose launch
-    still counts as a cuGraphLaunch call; the exports draw them on the stream under the launch's
-    correlation id. A replay with a memset node stays one operation (its kernels alone would leave
-    the memset out). With end events every replay is one operation."""
+def cupti_graph_replays_shown_as_their_operations(s, c):
+    """With CUPTI timing, a CUDA graph replay comes as its kernels, copies and memsets (flag
+    graph_node), after the launch's record (flag graph_nodes, which keeps the launch call and the
+    replay's span): each node has exactly the span the fake GPU ran it in. The summary counts the
+    nodes (kernels by name, memsets) and not the replay, and each launch once (API table, launch
+    latency); the Chrome and SQLite exports put the nodes under the launch's correlation id. With
+    end events every replay is one operation."""
     trace, meta, log, _ = record_cupti(s, c, "graphs", [s.prog("graph_app")])
     check_cupti_meta(c, meta, "graph_app")
     c.equal("graph_app: operations the fake GPU ran, by type", dict(check_fake_gpu_spans(s, c, trace, log, "graph_app")),
-            {"Kernel": 5, "GraphKernel": 9, "Memcpy": 1})
+            {"Kernel": 5, "GraphNode:Kernel": 11, "GraphNode:Memset": 2, "Memcpy": 1})
     d = os.path.dirname(trace)
     j = s.summary(c, d)
-    kernels = {k["name"]: (k["count"], k["mean_ns"] if k["name"] != "CUDA graph #2" else None) for k in j["kernels"]}
+    kernels = {k["name"]: (k["count"], k["mean_ns"]) for k in j["kernels"]}
     c.equal("kernels by name (count, mean)", kernels,
-            {"k_first": (6, 10000), "k_second": (3, 30000), "CUDA graph #2": (2, None)})
-    c.equal("graph_replays", j["graph_replays"], 3)
-    c.equal("graph_kernels", j["graph_kernels"], 9)
-    c.equal("cuGraphLaunch calls", {a["name"]: a["count"] for a in j["api"]}.get("cuGraphLaunch"), 5)
-    c.equal("launch latency samples (launches, not graph kernels)", j["launch_latency"]["count"], 5)
+            {"k_first": (6, 10000), "k_second": (3, 30000), "k_mixed": (2, 20000)})
+    c.equal("memsets (graph nodes)", (j["memset"]["count"], j["memset"]["bytes"], j["memset"]["untimed"]),
+            (2, 2 << 20, 0))
+    c.equal("graph_replays", j["graph_replays"], 5)
+    c.equal("graph_kernels", j["graph_kernels"], 11)
+    apis = {a["name"]: a["count"] for a in j["api"]}
+    c.equal("cuGraphLaunch calls", apis.get("cuGraphLaunch"), 5)
+    c.expect(not any("Memset" in n for n in apis), f"a graph's memset counted as a call: {apis}")
+    c.equal("launch latency samples (launches, not graph nodes)", j["launch_latency"]["count"], 5)
     text = s.run([s.cutrace, "summary", d]).stdout
-    c.expect("Kernels: 11 kernels (9 of them in 3 CUDA graph replays)" in text, f"kernels line: {tail(text)}")
+    c.expect("Kernels: 11 kernels (11 of them in 5 CUDA graph replays)" in text, f"kernels line: {tail(text)}")
 
     out = os.path.join(d, "chrome")
     p = s.run([s.cutrace, "export", d, "--format", "chrome", "-o", out])
     c.require(p.returncode == 0, f"`cutrace export --format chrome` exited {p.returncode}: {tail(p.stderr)}")
     ev = json.load(open(os.path.join(out, os.listdir(out)[0]), encoding="utf-8"))["traceEvents"]
-    ks = [e for e in ev if e.get("cat") == "kernel"]
-    c.equal("chrome kernels by name", dict(collections.Counter(e["name"] for e in ks)),
-            {"k_first": 6, "k_second": 3, "CUDA graph #2": 2})
+    ks = [e for e in ev if e.get("cat") in ("kernel", "gpu_memset")]
+    c.equal("chrome GPU events by name", dict(collections.Counter(e["name"] for e in ks)),
+            {"k_first": 6, "k_second": 3, "k_mixed": 2, "Memset (Device)": 2})
     launches = {e["args"]["correlation"] for e in ev if e.get("cat") == "cuda_driver" and e["name"] == "cuGraphLaunch"}
     c.equal("chrome cuGraphLaunch host events", len(launches), 5)
-    c.expect({e["args"]["correlation"] for e in ks} <= launches, "a kernel's correlation is no cuGraphLaunch's")
+    c.expect({e["args"]["correlation"] for e in ks} <= launches, "a node's correlation is no cuGraphLaunch's")
     db = os.path.join(d, "x.sqlite")
     p = s.run([s.cutrace, "export", d, "--format", "sqlite", "-o", db])
     c.require(p.returncode == 0, f"`cutrace export --format sqlite` exited {p.returncode}: {tail(p.stderr)}")
     import sqlite3
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows = con.execute("SELECT s.value, count(*), sum(r.correlationId IS NOT NULL) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                       "JOIN StringIds s ON s.id = k.demangledName LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-                       "ON r.correlationId = k.correlationId GROUP BY s.value ORDER BY s.value").fetchall()
-    c.equal("sqlite kernels (name, rows, with their launch's RUNTIME row)", rows, [("k_first", 6, 6), ("k_second", 3, 3)])
+    launch_rows = ("SELECT r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds n ON n.id = r.nameId "
+                   "WHERE n.value = 'cuGraphLaunch'")
+    rows = con.execute("SELECT s.value, count(*), sum(k.correlationId IN (%s)) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                       "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value ORDER BY s.value" % launch_rows).fetchall()
+    c.equal("sqlite kernels (name, rows, under a cuGraphLaunch)", rows, [("k_first", 6, 6), ("k_mixed", 2, 2), ("k_second", 3, 3)])
+    c.equal("sqlite memsets (rows, under a cuGraphLaunch)",
+            con.execute("SELECT count(*), sum(correlationId IN (%s)) FROM CUPTI_ACTIVITY_KIND_MEMSET" % launch_rows).fetchone(),
+            (2, 2))
     c.equal("sqlite graph launches", con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()[0], 5)
     con.close()
     p = s.run([s.cutrace, "export", d, "--format", "perfetto", "-o", os.path.join(d, "x.pftrace")])
@@ -650,7 +643,7 @@ def gpu_sample_case(s, c, mode):
     # end mode: ends as the fake GPU gave them (to within 5 us: events go through the GPU clock's
     # anchors, ~2 us off when an anchor is taken on a loaded machine), and the inferred start too wherever the fake GPU started the operation at the end of
     # the previous one (backed up), which the first timed operation of a window is too.
-    ran = sorted((a, b) for t, a, b in fake_gpu_ops(log) if t != "GraphKernel")
+    ran = sorted((a, b) for t, a, b in fake_gpu_ops(log) if not t.startswith("GraphNode:"))
     ends = [b for _, b in ran]
 
     def fake(end):  # index of the fake GPU's operation ending nearest `end`, if within 5 us

@@ -1,8 +1,9 @@
-// CUDA graph replays for the graph-kernel tests (check.py): one stream, two graphs.
+// CUDA graph replays for cupti_graph_replays_shown_as_their_operations (check.py): one stream,
+// two graphs.
 //   "kernels" graph: k_first (10 us) -> k_second (30 us) -> k_first, replayed 3 times
 //   "mixed" graph:   k_mixed (20 us) -> a 1 MiB memset node, replayed 2 times
-// With CUPTI timing the trace shows the first graph's replays as their kernels (k_first x 6,
-// k_second x 3); the mixed graph's replays stay one operation each ("CUDA graph #2" x 2).
+// With CUPTI timing the trace shows the replays as their nodes (k_first x 6, k_second x 3,
+// k_mixed x 2, 2 memsets); with event timing as "CUDA graph #1" x 3 and "CUDA graph #2" x 2.
 #include "test/e2e/common.h"
 
 namespace {
