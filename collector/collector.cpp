@@ -296,6 +296,20 @@ void Collector::run() {
   finish(stop_flags_, kExitWaitNs);
 }
 
+// GPU clock anchors (an event recorded on the collector's private stream) only inside capture
+// windows: outside them the shim adds no work to the GPU. A thread closing a window waits while
+// g_gpu_anchoring is set, so an anchor decided before the close is recorded before it returns
+// (profiler_api_window_and_nothing_outside saw one after cuProfilerStop when a run was slow enough
+// for a 100 ms anchor to fall after it, and, under TSan, a context's first anchor taken when the
+// collector drained the window's first launch after the window had closed), and, under TSan, one
+// decided just before the window closed and recorded just after.
+template <class F>
+void while_capturing(F&& f) {
+  g_gpu_anchoring.store(true, std::memory_order_seq_cst);
+  if (g_capture_on.load(std::memory_order_seq_cst)) f();
+  g_gpu_anchoring.store(false, std::memory_order_release);
+}
+
 void Collector::cycle(int64_t now) {
   follow_gpu_sample(now);
   // A window closed: collection goes off once its work has its records (cupti_idle checks the
@@ -303,6 +317,9 @@ void Collector::cycle(int64_t now) {
   const bool closing = g_timing == GpuTiming::Cupti && cupti_closing();
   const bool in_cupti_call = closing && registry_in_cupti_call();
   drain();
+  // A context seen for the first time gets its first anchor now, if a window is still open (else
+  // in the next window, or at exit); its operations wait for it (OpResolver::resolve).
+  if (gpu_.unanchored()) while_capturing([&] { gpu_.anchor_new(); });
   ops_.poll();
   if (closing) {
     // Flushed every 5 ms meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon
@@ -332,14 +349,7 @@ void Collector::periodic(int64_t now) {
   if (now - last_clock_ >= kClockNs) {
     control(now);
     clock_.update();
-    // GPU clock anchors (an event recorded on a private stream) only inside capture windows:
-    // outside them the shim adds no work to the GPU (profiler_api_window_and_nothing_outside
-    // saw one when a run was slow enough for a 100 ms anchor to fall after cuProfilerStop, and,
-    // under TSan, one decided just before the window closed and recorded just after: hence
-    // g_gpu_anchoring, which the closing thread waits on).
-    g_gpu_anchoring.store(true, std::memory_order_seq_cst);
-    if (g_capture_on.load(std::memory_order_seq_cst)) gpu_.tick(now);
-    g_gpu_anchoring.store(false, std::memory_order_release);
+    while_capturing([&] { gpu_.tick(now); });  // anchors: inside windows only
     if (g_timing == GpuTiming::Cupti) cupti_flush();
     last_clock_ = now;
   }
@@ -406,6 +416,8 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   if (finished_) return;
   finished_ = true;
   drain();
+  // A context first seen after its window closed: its anchor now, once the job's work is done.
+  gpu_.anchor_new();
   wait_gpu(wait_ns);
   if (g_timing == GpuTiming::Cupti) cupti_stop();
   drain();  // records published meanwhile, dropped counts

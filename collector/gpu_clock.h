@@ -22,10 +22,14 @@ class GpuClock {
     int64_t last_anchor_ns = 0;
   };
 
-  // Context state (created on first use: stream, device, first anchor). nullptr on failure.
+  // Context state (created on first use: stream, device). nullptr on failure. Its first anchor
+  // comes from anchor_new() or tick(), which the collector calls only inside capture windows (an
+  // anchor is GPU work), or at exit: until then its times cannot be mapped (count == 0).
   Ctx* context(CUcontext ctx);
   void forget(CUcontext ctx);
-  void tick(int64_t now_ns);  // new anchors every 100 ms
+  void tick(int64_t now_ns);  // new anchors every 100 ms, and first ones
+  void anchor_new();          // first anchors of contexts that have none
+  int unanchored() const { return unanchored_; }
   // Host ns of a completed event, or 0 if it cannot be measured.
   int64_t to_host(Ctx& c, CUevent ev, int64_t hint_ns);
   const std::vector<Ctx*>& contexts() const { return ctxs_; }
@@ -33,6 +37,7 @@ class GpuClock {
  private:
   bool anchor(Ctx& c);
   std::vector<Ctx*> ctxs_;
+  int unanchored_ = 0;  // contexts without an anchor yet
 };
 
 // Makes ctx current on the calling (collector) thread if it is not already.

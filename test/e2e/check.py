@@ -1411,6 +1411,21 @@ def profiler_api_window_and_nothing_outside(s, c):
             [("begin", "cudaProfilerApi"), ("end", "cudaProfilerApi")])
 
 
+@test
+def profiler_api_window_closed_before_first_drain_adds_no_gpu_work(s, c):
+    """A window that closes before the collector has seen its launches (window_app --quick-window:
+    3 launches, cuProfilerStop at once, 20 ms): the first GPU clock anchor of the context, which the
+    collector used to take when it first saw one of its operations, must not be recorded outside
+    the window. It comes at exit instead, and the 3 kernels still get their GPU times. Under TSan
+    on a loaded machine profiler_api_window_and_nothing_outside saw that anchor outside."""
+    d = s.tmpdir("quickwin")
+    p = s.record(c, d, [s.prog("window_app"), "--quick-window"], opts=["--capture-range", "cudaProfilerApi"])
+    m = re.search(r"event_records_outside=(\d+)", p.stdout)
+    c.expect(m and m.group(1) == "0", f"events recorded outside the window: {tail(p.stdout)!r}")
+    j = s.summary(c, d)
+    c.equal("kernels recorded (count, untimed)", [(k["count"], k["untimed"]) for k in j["kernels"]], [(3, 0)])
+
+
 def start_stop_window(s, c, pid, after_s, open_s):
     """After after_s seconds `cutrace start PID`, open_s seconds later `cutrace stop PID`."""
     time.sleep(after_s)

@@ -1,6 +1,8 @@
 // Capture windows. Default: 4 launches, cuProfilerStart, 3 launches, cuProfilerStop, 5 launches;
 // prints how many events the fake driver saw recorded outside the window (must be 0: outside a
 // window the shim adds nothing). --slow: 40 launches 50 ms apart (for `cutrace start|stop PID`).
+// --quick-window: the 3 launches without a synchronisation before cuProfilerStop, then 20 ms
+// before the 5: the window closes before the collector has seen its launches.
 #include <cudaProfiler.h>
 #include <unistd.h>
 #include "test/e2e/common.h"
@@ -25,13 +27,19 @@ int main(int argc, char** argv) {
     printf("window_app: OK\n");
     return 0;
   }
+  const bool quick = argc > 1 && !strcmp(argv[1], "--quick-window");
   uint64_t before = event_records();
   launch(4);
   uint64_t outside = event_records() - before;
   CHECK(cuProfilerStart());
-  launch(3);
+  if (quick) {
+    for (int i = 0; i < 3; ++i) CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr));
+  } else {
+    launch(3);
+  }
   CHECK(cuProfilerStop());
   before = event_records();
+  if (quick) usleep(20000);
   launch(5);
   outside += event_records() - before;
   printf("event_records_outside=%llu\nwindow_app: OK\n", (unsigned long long)outside);
