@@ -1808,8 +1808,14 @@ def file_size_limit_is_a_clear_warning(s, c):
     rc0, out0, err0 = fault_run(s, argv, d0)
     c.equal("without a limit: exit status", rc0, 0)
     c.equal("without a limit: stderr", err0, "")
-    _, _, _, full = one_trace(s, c, d0)
-    c.equal("without a limit: launches", full, 20000)
+    _, j0, _, full = one_trace(s, c, d0)
+    # Every launch is in the trace or counted as dropped (the ring was full: a collector slowed by a
+    # sanitizer on a loaded machine kept 18,497 of 20,000 once); never silently lost.
+    dropped = j0["dropped_records"]
+    c.expect(full <= 20000 and full + dropped >= 20000,
+             f"without a limit: {full} launches and {dropped} dropped records, expected 20000 in all")
+    if dropped:
+        c.notes.append(f"without a limit: {dropped} records dropped (counted), {full} launches kept")
     c.expect(os.path.getsize(os.path.join(d0, traces(d0)[0])) > 4 * limit, "the unlimited trace is too small")
     d = s.tmpdir("fsize")
 
