@@ -317,9 +317,6 @@ void Collector::cycle(int64_t now) {
   const bool closing = g_timing == GpuTiming::Cupti && cupti_closing();
   const bool in_cupti_call = closing && registry_in_cupti_call();
   drain();
-  // A context first seen after its window closed: its first anchor in the next window (else at
-  // exit); its operations wait for it (OpResolver::resolve).
-  if (gpu_.unanchored()) while_capturing([&] { gpu_.anchor_new(); });
   ops_.poll();
   if (closing) {
     // Flushed every 5 ms meanwhile (not every 100 ms), so that CUPTI's per-launch cost ends soon
@@ -652,7 +649,7 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
   op.timed = (r.ev_end || op.cupti) && r.result == CUDA_SUCCESS && !(r.flags & kRawCaptured);
   op.gctx = op.timed && !op.cupti ? gpu_.context(r.ctx) : nullptr;
   // A new context's first anchor at once while its window is open (its operations wait for one).
-  if (gpu_.unanchored()) while_capturing([&] { gpu_.anchor_new(); });
+  if (op.gctx && op.gctx->count == 0) while_capturing([&] { gpu_.anchor_new(); });
   op.cupti_corr = r.cupti_corr;
   if (r.kind == RawKind::Kernel) {
     fmt::KernelRec& k = op.rec.kernel;

@@ -68,18 +68,20 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
-void add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
+// False for a record without timestamps (nor is it then a graph node of the span).
+bool add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   // CUPTI leaves both timestamps 0 when it could not collect them (a forced flush hands over
   // records of work still in flight, which is why periodic flushes are not forced). Such a
   // record must not become an operation's span: it is counted, and the operation waits on.
   if (start == 0 || end < start) {
     ++g_n_incomplete;
-    return;
+    return false;
   }
   Span& s = (*g_spans)[cupti_corr];
   if (int64_t(start) < s.start) s.start = int64_t(start);
   if (int64_t(end) > s.end) s.end = int64_t(end);
   ++g_n_gpu;
+  return true;
 }
 
 fmt::MemKind mem_kind(uint32_t cupti_kind) {
@@ -145,9 +147,6 @@ void add_graph_memset(const CUpti_ActivityMemset4& m) {
   add_graph_node(m.correlationId, std::move(g));
 }
 
-// Timestamps CUPTI could collect (add_span's test).
-bool has_times(uint64_t start, uint64_t end) { return start != 0 && end >= start; }
-
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
   {
     std::lock_guard<std::mutex> l(g_mu);
@@ -159,20 +158,17 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL: {
           auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
-          add_span(k->correlationId, k->start, k->end);
-          if (k->graphId != 0 && has_times(k->start, k->end)) add_graph_kernel(*k);
+          if (add_span(k->correlationId, k->start, k->end) && k->graphId != 0) add_graph_kernel(*k);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
-          add_span(m->correlationId, m->start, m->end);
-          if (m->graphId != 0 && has_times(m->start, m->end)) add_graph_memcpy(*m);
+          if (add_span(m->correlationId, m->start, m->end) && m->graphId != 0) add_graph_memcpy(*m);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
-          add_span(m->correlationId, m->start, m->end);
-          if (m->graphId != 0 && has_times(m->start, m->end)) add_graph_memset(*m);
+          if (add_span(m->correlationId, m->start, m->end) && m->graphId != 0) add_graph_memset(*m);
           break;
         }
         default:

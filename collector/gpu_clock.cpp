@@ -27,14 +27,12 @@ GpuClock::Ctx* GpuClock::context(CUcontext ctx) {
   for (CUevent& e : c->ev)
     if (d.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) e = nullptr;
   ctxs_.push_back(c);  // its first anchor: anchor_new() or tick(), inside a capture window
-  ++unanchored_;
   return c;
 }
 
 void GpuClock::forget(CUcontext ctx) {
   for (size_t i = 0; i < ctxs_.size(); ++i) {
     if (ctxs_[i]->ctx != ctx) continue;
-    if (ctxs_[i]->count == 0) --unanchored_;
     delete ctxs_[i];  // its stream and events die with the context
     ctxs_.erase(ctxs_.begin() + long(i));
     return;
@@ -53,13 +51,13 @@ bool GpuClock::anchor(Ctx& c) {
   if (d.cuEventSynchronize(e) != CUDA_SUCCESS) return false;
   c.host[slot] = host;
   c.last_anchor_ns = host;
-  if (c.count++ == 0) --unanchored_;
+  ++c.count;
   return true;
 }
 
 void GpuClock::tick(int64_t now_ns) {
   for (Ctx* c : ctxs_)
-    if (c->count == 0 || now_ns - c->last_anchor_ns >= 100000000) anchor(*c);
+    if (now_ns - c->last_anchor_ns >= 100000000) anchor(*c);  // a new context's first too (last 0)
 }
 
 void GpuClock::anchor_new() {

@@ -27,9 +27,8 @@ class GpuClock {
   // anchor is GPU work), or at exit: until then its times cannot be mapped (count == 0).
   Ctx* context(CUcontext ctx);
   void forget(CUcontext ctx);
-  void tick(int64_t now_ns);  // new anchors every 100 ms, and first ones
-  void anchor_new();          // first anchors of contexts that have none
-  int unanchored() const { return unanchored_; }
+  void tick(int64_t now_ns);  // new anchors every 100 ms (a context without one: at once)
+  void anchor_new();          // first anchors of contexts that have none (count == 0)
   // Host ns of a completed event, or 0 if it cannot be measured.
   int64_t to_host(Ctx& c, CUevent ev, int64_t hint_ns);
   const std::vector<Ctx*>& contexts() const { return ctxs_; }
@@ -37,7 +36,6 @@ class GpuClock {
  private:
   bool anchor(Ctx& c);
   std::vector<Ctx*> ctxs_;
-  int unanchored_ = 0;  // contexts without an anchor yet
 };
 
 // Makes ctx current on the calling (collector) thread if it is not already.
