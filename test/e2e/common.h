@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #define CHECK(call)                                                                      \
   do {                                                                                   \
@@ -45,4 +46,20 @@ inline CUfunction get_function(CUmodule m, const char* name) {
   CUfunction f;
   CHECK(cuModuleGetFunction(&f, m, name));
   return f;
+}
+
+// Appends kernel nodes to g, each depending on the one before (the first on `after`, if any), all
+// with a grid of `grid` x 1 x 1 blocks of `block` x 1 x 1 threads; returns the last node.
+inline CUgraphNode add_kernel_chain(CUgraph g, CUgraphNode after, const std::vector<CUfunction>& fs, unsigned grid,
+                                    unsigned block) {
+  CUgraphNode prev = after, node = nullptr;
+  for (CUfunction f : fs) {
+    CUDA_KERNEL_NODE_PARAMS kp{};
+    kp.func = f;
+    kp.gridDimX = grid, kp.gridDimY = kp.gridDimZ = 1;
+    kp.blockDimX = block, kp.blockDimY = kp.blockDimZ = 1;
+    CHECK(cuGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &kp));
+    prev = node;
+  }
+  return node;
 }

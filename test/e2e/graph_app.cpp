@@ -6,45 +6,22 @@
 // k_mixed x 2, 2 memsets); with event timing as "CUDA graph #1" x 3 and "CUDA graph #2" x 2.
 #include "test/e2e/common.h"
 
-namespace {
-
-CUgraphExec kernel_chain(CUmodule m, const char* const* names, int n) {
-  CUgraph g;
-  CHECK(cuGraphCreate(&g, 0));
-  CUgraphNode prev = nullptr, node;
-  for (int i = 0; i < n; ++i) {
-    CUDA_KERNEL_NODE_PARAMS kp{};
-    kp.func = get_function(m, names[i]);
-    kp.gridDimX = 8, kp.gridDimY = kp.gridDimZ = 1;
-    kp.blockDimX = 64, kp.blockDimY = kp.blockDimZ = 1;
-    CHECK(cuGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &kp));
-    prev = node;
-  }
-  CUgraphExec exec;
-  CHECK(cuGraphInstantiate(&exec, g, 0));
-  CHECK(cuGraphDestroy(g));
-  return exec;
-}
-
-}  // namespace
-
 int main() {
   CUcontext ctx = init_primary();
   CUmodule m = load_fake_module("kernel k_first 10000\nkernel k_second 30000\nkernel k_mixed 20000\n");
   CUstream s;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
-  const char* chain[] = {"k_first", "k_second", "k_first"};
-  CUgraphExec kernels = kernel_chain(m, chain, 3);
-
   CUgraph g;
   CHECK(cuGraphCreate(&g, 0));
-  CUDA_KERNEL_NODE_PARAMS kp{};
-  kp.func = get_function(m, "k_mixed");
-  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 32;
-  CUgraphNode k, set;
-  CHECK(cuGraphAddKernelNode(&k, g, nullptr, 0, &kp));
+  CUfunction first = get_function(m, "k_first");
+  add_kernel_chain(g, nullptr, {first, get_function(m, "k_second"), first}, 8, 64);
+  CUgraphExec kernels;
+  CHECK(cuGraphInstantiate(&kernels, g, 0));
+  CHECK(cuGraphDestroy(g));
+
+  CHECK(cuGraphCreate(&g, 0));
+  CUgraphNode k = add_kernel_chain(g, nullptr, {get_function(m, "k_mixed")}, 1, 32), set;
   CUdeviceptr buf;
   CHECK(cuMemAlloc(&buf, 1 << 20));
   CUDA_MEMSET_NODE_PARAMS sp{};

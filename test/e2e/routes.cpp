@@ -70,15 +70,8 @@ int main() {
 
   CUgraph g;
   CHECK(cuGraphCreate(&g, 0));
-  CUDA_KERNEL_NODE_PARAMS kp{};
-  kp.func = get_function(m, "k_in_graph");
-  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-  kp.blockDimX = kp.blockDimY = kp.blockDimZ = 32;
-  CUgraphNode prev = nullptr, node;
-  for (int i = 0; i < 3; ++i) {
-    CHECK(cuGraphAddKernelNode(&node, g, prev ? &prev : nullptr, prev ? 1 : 0, &kp));
-    prev = node;
-  }
+  CUfunction in_graph = get_function(m, "k_in_graph");
+  add_kernel_chain(g, nullptr, {in_graph, in_graph, in_graph}, 1, 32);
   CUgraphExec exec;
   CHECK(cuGraphInstantiate(&exec, g, 0));
   for (int i = 0; i < 4; ++i) CHECK(cuGraphLaunch(exec, s));
