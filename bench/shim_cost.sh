@@ -25,7 +25,7 @@ run() {  # label, probe args (kind depth), env...
 for r in $(seq "$REPS"); do
   run base launch 0
   run off launch 0 "${SHIM[@]}" CUTRACE_CAPTURE_RANGE=manual CUTRACE_BACKTRACE=none
-  for t in none end exact; do run "$t" launch 0 "${SHIM[@]}" CUTRACE_GPU_TIMING=$t CUTRACE_BACKTRACE=none; done
+  for t in none end events; do run "$t" launch 0 "${SHIM[@]}" CUTRACE_GPU_TIMING=$t CUTRACE_BACKTRACE=none; done
   for kind in launch; do
     for depth in 0 20; do
       run "bt_base_${kind}_$depth" "$kind" "$depth" LOOP_CLOCK=cpu
@@ -41,7 +41,7 @@ t = sys.argv[1]
 med = {k: statistics.median(float(x) for x in open(f"{t}/{k}")) for k in os.listdir(t) if k != "o"}
 print(f"{'configuration':36} {'ns/launch':>10} {'added ns':>9}")
 labels = {"base": "no shim", "off": "shim, outside a capture window", "none": "recording, --gpu-timing none",
-          "end": "recording, end event (default)", "exact": "recording, start+end events"}
+          "end": "recording, end event", "events": "recording, start+end events"}
 for k, label in labels.items():
     print(f"{label:36} {med[k]:10.1f} {med[k] - med['base']:+9.1f}")
 print()

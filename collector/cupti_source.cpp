@@ -30,6 +30,7 @@ struct Api {
   CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
   CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
   CUptiResult (*dropped)(CUcontext, uint32_t, size_t*);
+  CUptiResult (*finalize)();
 };
 
 // The driver calls whose CUPTI correlation id we note (launches, graph launches, copies, memsets).
@@ -58,6 +59,9 @@ bool is_final(const Span& s) { return s.end < g_last_flush; }
 uint64_t g_n_gpu = 0, g_n_taken = 0;  // diagnostics (CUTRACE_VERBOSE); g_n_gpu: cupti_records()
 uint64_t g_n_dropped = 0;             // records CUPTI dropped (written to the trace's meta)
 uint64_t g_n_incomplete = 0;          // records without timestamps (ignored; in the trace's meta)
+// Set during the forced flush before CUPTI detaches after the last window: what it still holds is
+// work launched after the window (the window's own has its records), not wanted, not counted.
+bool g_flush_unwanted = false;
 uint64_t g_n_orphans = 0;             // spans no operation took, forgotten (diagnostics)
 
 constexpr size_t kBufferBytes = 2 << 20;  // CUPTI asks for more when one fills
@@ -74,7 +78,7 @@ bool add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   // records of work still in flight, which is why periodic flushes are not forced). Such a
   // record must not become an operation's span: it is counted, and the operation waits on.
   if (start == 0 || end < start) {
-    ++g_n_incomplete;
+    if (!g_flush_unwanted) ++g_n_incomplete;
     return false;
   }
   Span& s = (*g_spans)[cupti_corr];
@@ -182,6 +186,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
 uint64_t CUPTIAPI timestamp() { return uint64_t(mono_ns()); }
 
 CUpti_SubscriberHandle g_sub = nullptr;
+bool g_loaded = false;  // cupti_start succeeded: CUPTI times this process's windows
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                      CUPTI_ACTIVITY_KIND_MEMSET};
 
@@ -214,9 +219,35 @@ bool switch_callbacks(bool on) {
   return ok;
 }
 
+void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data);
+
+// CUPTI set up for this process: subscriber, timestamp and buffer callbacks. cupti_start() sets it
+// up to check that it works, then detaches it (cuptiFinalize); the first window sets it up again.
+// Once its activity kinds have been on, CUPTI makes every later kernel launch cost more even with
+// them off: about 1 us on the H200 (bench/gpu/launch_ab.py, a launch loop in one process: +0.7..+1.0
+// us on a 3.6-4.1 us launch after a window; before the detach after the start-up check, the same
+// cost came before any window: +1.46 us per launch against no cutrace, and -0.43 us after it,
+// within the runs' spread). The detach cannot be repeated after each window: cuptiFinalize while
+// another thread is inside a driver call strands that thread as switching the callbacks off does
+// (tried on the H200: GPT small with --gpu-sample 0.2 lost 12,650 operations' GPU times), and
+// after a window it did not remove the cost either (+0.85..+1.11 us on the launch loop).
+bool attach() {
+  Api& a = g_api;
+  bool ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
+            a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
+            a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
+  if (!ok && g_sub) a.unsubscribe(g_sub);  // as found: another profiler may hold CUPTI
+  if (!ok) g_sub = nullptr;
+  return ok;
+}
+
 bool set_collecting(bool on) {
   int64_t t0 = mono_ns();
   bool ok = true;
+  if (on && !g_sub && !attach()) {
+    ++g_switches, g_switch_ns += mono_ns() - t0;
+    return false;
+  }
   for (CUpti_ActivityKind k : kKinds) ok = (on ? g_api.enable(k) : g_api.disable(k)) == CUPTI_SUCCESS && ok;
   if (on && !g_callbacks_on) {
     ok = switch_callbacks(true) && ok;
@@ -229,10 +260,24 @@ bool set_collecting(bool on) {
     log_warn("CUPTI: a capture window opened after the last one; GPU times of threads that were inside a driver "
              "call when CUPTI's callbacks went off may be missing (counted in the trace's gpu_times_missing)");
   }
-  if (!on && g_last_closed && g_callbacks_on) {
-    switch_callbacks(false);
+  if (!on && g_last_closed && g_sub) {
+    // Nothing is timed again: CUPTI detaches, so that the rest of the run does not pay its cost
+    // (a thread it strands no longer matters). The window's records are in (cupti_idle waited);
+    // what it still holds is work launched after the window.
+    {
+      std::lock_guard<std::mutex> l(g_mu);
+      g_flush_unwanted = true;
+    }
+    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    {
+      std::lock_guard<std::mutex> l(g_mu);
+      g_flush_unwanted = false;
+    }
+    g_api.unsubscribe(g_sub);
+    g_api.finalize();
+    g_sub = nullptr;
     g_callbacks_on = false;
-    log_info("CUPTI: driver callbacks off after the last capture window");
+    log_info("CUPTI: detached after the last capture window");
   }
   g_collecting = on && ok;
   ++g_switches, g_switch_ns += mono_ns() - t0;
@@ -283,7 +328,7 @@ bool cupti_start(bool quiet, bool exact) {
             load(h, a.unsubscribe, "cuptiUnsubscribe") && load(h, a.flush_all, "cuptiActivityFlushAll") &&
             load(h, a.next_record, "cuptiActivityGetNextRecord") &&
             load(h, a.subscribe, "cuptiSubscribe") && load(h, a.enable_callback, "cuptiEnableCallback") &&
-            load(h, a.dropped, "cuptiActivityGetNumDroppedRecords");
+            load(h, a.dropped, "cuptiActivityGetNumDroppedRecords") && load(h, a.finalize, "cuptiFinalize");
   if (!ok) {
     say("CUPTI (libcupti) not found (set CUTRACE_CUPTI=/path/libcupti.so): %s", fallback);
     return false;
@@ -297,11 +342,11 @@ bool cupti_start(bool quiet, bool exact) {
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
   g_graph_nodes = new std::unordered_map<uint32_t, std::vector<CuptiGraphNode>>();
-  ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
-       a.register_callbacks(&buffer_requested, &buffer_completed) == CUPTI_SUCCESS &&
-       a.subscribe(&g_sub, &on_driver_call, nullptr) == CUPTI_SUCCESS;
-  // Try the activity kinds once now (another profiler may hold CUPTI), then leave them off until
-  // a window; the callbacks go on with the first window (and stay on: set_collecting()).
+  // Try everything once now (another profiler may hold CUPTI), then detach until the first window
+  // (attach()): no CUDA work of the job is in flight yet (this runs before its first traced call
+  // goes on), so nothing is stranded.
+  std::lock_guard<std::mutex> l(g_window_mu);
+  ok = attach();
   for (CUpti_ActivityKind k : kKinds) ok = ok && a.enable(k) == CUPTI_SUCCESS;
   for (CUpti_ActivityKind k : kKinds) a.disable(k);
   if (!ok) {  // leave CUPTI as we found it: no activity kinds on, no subscriber
@@ -310,6 +355,10 @@ bool cupti_start(bool quiet, bool exact) {
     say("CUPTI activity tracing could not be enabled (another profiler attached?): %s", fallback);
     return false;
   }
+  a.unsubscribe(g_sub);
+  a.finalize();
+  g_sub = nullptr;
+  g_loaded = true;
   return true;
 }
 
@@ -322,8 +371,8 @@ void collect_now() {
 }
 
 void cupti_window(bool open, bool last) {
-  if (!g_sub) return;
   std::lock_guard<std::mutex> l(g_window_mu);
+  if (!g_loaded) return;
   g_window_open = open;
   if (open && g_sample_open) collect_now();
   if (!open) g_window_closed_ns = mono_ns(), g_last_closed = last;
@@ -335,7 +384,7 @@ void cupti_window(bool open, bool last) {
 void cupti_sample(bool on) {
   std::lock_guard<std::mutex> l(g_window_mu);
   if (!on) g_gpu_sample_on.store(false, std::memory_order_relaxed);  // no new CUPTI ops from here
-  if (g_sub) {
+  if (g_loaded) {
     g_sample_open = on;
     if (on && g_window_open) collect_now();
     if (!on) g_window_closed_ns = mono_ns();
@@ -344,7 +393,7 @@ void cupti_sample(bool on) {
 }
 
 // Under g_window_mu: collecting although a window (capture or sample) is closed.
-bool closing_locked() { return g_sub && g_collecting && !(g_window_open && g_sample_open); }
+bool closing_locked() { return g_loaded && g_collecting && !(g_window_open && g_sample_open); }
 
 bool cupti_closing() {
   std::lock_guard<std::mutex> l(g_window_mu);
@@ -365,8 +414,13 @@ void cupti_flush(bool forced) {
   // The default flush hands over only buffers whose records are all complete (need not be full);
   // a forced one also hands over records of work still in flight, with their timestamps 0 and
   // lost for good (on the H200, 55,552 of 143,895 kernels of a GPU-bound GPT run, when the
-  // periodic flush was forced). Forced only at the end, after the wait for the GPU.
-  g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  // periodic flush was forced). Forced only at the end, after the wait for the GPU. Before the
+  // first window CUPTI is detached and left so (any call of it would set it up again).
+  // Under the window lock: never beside the detach after the last window (cuptiFinalize).
+  {
+    std::lock_guard<std::mutex> w(g_window_mu);
+    if (g_sub) g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  }
   std::lock_guard<std::mutex> l(g_mu);
   g_last_flush = before;
   // Spans no operation will take (work CUPTI timed between a window's end and the switch-off,

@@ -63,6 +63,11 @@ CUresult graph_launch(const Binding& b, CUgraphExec g, CUstream s) {
 }
 
 }  // namespace
+
+CUTRACE_DIRECT_WHEN_OFF(launch)
+CUTRACE_DIRECT_WHEN_OFF(launch_coop)
+CUTRACE_DIRECT_WHEN_OFF(launch_ex)
+CUTRACE_DIRECT_WHEN_OFF(graph_launch)
 }  // namespace cutrace
 
 using namespace cutrace;

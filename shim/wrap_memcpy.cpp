@@ -187,6 +187,35 @@ using PFN_2d16a = CUresult (*)(CUdeviceptr, size_t, us, size_t, size_t, CUstream
 using PFN_2d32a = CUresult (*)(CUdeviceptr, size_t, ui, size_t, size_t, CUstream);
 
 }  // namespace
+
+CUTRACE_DIRECT_WHEN_OFF(cpy)
+CUTRACE_DIRECT_WHEN_OFF(cpy_async)
+CUTRACE_DIRECT_WHEN_OFF(peer)
+CUTRACE_DIRECT_WHEN_OFF(peer_async)
+CUTRACE_DIRECT_WHEN_OFF(htod)
+CUTRACE_DIRECT_WHEN_OFF(htod_async)
+CUTRACE_DIRECT_WHEN_OFF(dtoh)
+CUTRACE_DIRECT_WHEN_OFF(dtoh_async)
+CUTRACE_DIRECT_WHEN_OFF(dtod)
+CUTRACE_DIRECT_WHEN_OFF(dtod_async)
+CUTRACE_DIRECT_WHEN_OFF(cpy2d)
+CUTRACE_DIRECT_WHEN_OFF(cpy2d_async)
+CUTRACE_DIRECT_WHEN_OFF(cpy3d)
+CUTRACE_DIRECT_WHEN_OFF(cpy3d_async)
+CUTRACE_DIRECT_WHEN_OFF(cpy3d_peer)
+CUTRACE_DIRECT_WHEN_OFF(cpy3d_peer_async)
+CUTRACE_DIRECT_WHEN_OFF(setd<uc>)
+CUTRACE_DIRECT_WHEN_OFF(setd<us>)
+CUTRACE_DIRECT_WHEN_OFF(setd<ui>)
+CUTRACE_DIRECT_WHEN_OFF(setd_async<uc>)
+CUTRACE_DIRECT_WHEN_OFF(setd_async<us>)
+CUTRACE_DIRECT_WHEN_OFF(setd_async<ui>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d<uc>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d<us>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d<ui>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d_async<uc>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d_async<us>)
+CUTRACE_DIRECT_WHEN_OFF(setd2d_async<ui>)
 }  // namespace cutrace
 
 using namespace cutrace;

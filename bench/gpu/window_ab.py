@@ -16,8 +16,10 @@ block are left out: the window's edges, CUPTI's switch-off 5 ms after a close, f
 same step indices are read from the `base` runs (no cutrace): their on/off ratio is the method's
 own bias and noise, which should be 1.000. `off vs base` compares a run's off blocks with the base
 run of the same repetition (across processes: noisy). `-once` configurations record one window
-(steps 60-79) only: `post/pre` is the median of steps 90.. over steps 10-59, in the same process,
-which shows any cost left behind after a window (the base runs give the same ratio as a control).
+(steps 60-79, or --once A-B) only: `post/pre` is the median of steps 90.. over steps 10-59, in the
+same process, which shows any cost left behind after a window, and `window/pre` the median of the
+window's middle steps over steps 10-59: the cost of recording against the job before any window
+(the base runs give the same ratios as a control; `paired` divides by the base run's).
 Runs are interleaved, every other repetition in reverse order (ABBA), every one pinned to --cpus.
 A second table pools every cycle of a configuration: the geometric mean of its on/off ratios with a
 95% interval (1.96 standard errors of the mean log ratio), and that mean less the base runs' (the
@@ -104,6 +106,12 @@ def post_pre(each):
     return statistics.median(post) / statistics.median(pre)
 
 
+def on_pre(each):  # the window's middle steps against the steps before it (before any window)
+    pre = [step_ms(each, k) for k in range(10, ONCE[0])]
+    on = [step_ms(each, k) for k in range(ONCE[0] + 2, ONCE[1])]
+    return statistics.median(on) / statistics.median(pre)
+
+
 def spread(v):
     v = sorted(v)
     return "%.4f (%.4f..%.4f, n=%d)" % (statistics.median(v), v[0], v[-1], len(v)) if v else "-"
@@ -139,6 +147,7 @@ def pooled(runs, cfgs, block, ops):
 def table(runs, cfgs, block, ops=0):
     base = {r["rep"]: r for r in runs if r["cfg"] == "base"}
     print("\nconfig       on/off per cycle, median (min..max)   run medians of on/off     off vs base (same rep)    post/pre (-once)")
+    once_rows = []
     for cfg in cfgs:
         rs = [r for r in runs if r["cfg"] == cfg]
         if not rs:
@@ -147,16 +156,26 @@ def table(runs, cfgs, block, ops=0):
             pp = [post_pre(r["each"]) for r in rs]
             ctl = [post_pre(base[r["rep"]]["each"]) for r in rs if r["rep"] in base]
             print("%-12s %-38s %-25s %-25s %s (base: %s)" % (cfg, "", "", "", spread(pp), spread(ctl)))
+            op = [on_pre(r["each"]) for r in rs]
+            octl = [on_pre(base[r["rep"]]["each"]) for r in rs if r["rep"] in base]
+            paired = [on_pre(r["each"]) / on_pre(base[r["rep"]]["each"]) for r in rs if r["rep"] in base]
+            once_rows.append("%-12s window/pre %s   base runs, same steps: %s   paired ratio of the two: %s" %
+                             (cfg, spread(op), spread(octl), spread(paired)))
             continue
         cyc = [x for r in rs for x in cycle_ratios(r["each"], block)]
         per_run = [statistics.median(cycle_ratios(r["each"], block)) for r in rs]
         ob = [off_median(r["each"], block) / off_median(base[r["rep"]]["each"], block)
               for r in rs if r["rep"] in base and cfg != "base"]
         print("%-12s %-38s %-25s %s" % (cfg, spread(cyc), spread(per_run), spread(ob)))
+    if once_rows:
+        print("\n-once: the window's steps %d-%d (middle) against steps 10-%d, before any window, in one process" %
+              (ONCE[0] + 2, ONCE[1] - 1, ONCE[0] - 1))
+        print("\n".join(once_rows))
     pooled(runs, [c for c in cfgs if not c.endswith("-once")], block, ops)
 
 
 def main():
+    global ONCE
     ap = argparse.ArgumentParser()
     ap.add_argument("out", nargs="?")
     ap.add_argument("--from", dest="files", nargs="+", help="analyse these runs.jsonl files (pooled) instead of running")
@@ -166,9 +185,11 @@ def main():
     ap.add_argument("--block", type=int, default=10)
     ap.add_argument("--steps", type=int, default=160)
     ap.add_argument("--cpus", default="2-9")
+    ap.add_argument("--once", default="%d-%d" % ONCE, help="the -once configurations' window (NVTX step indices)")
     ap.add_argument("--cutrace", default=os.environ.get("CUTRACE", os.path.join(REPO, "build/bin/cutrace")))
     ap.add_argument("--workloads", default=os.environ.get("WORKLOADS", os.path.join(REPO, "../shared/workloads")))
     a = ap.parse_args()
+    ONCE = tuple(int(x) for x in a.once.split("-"))
     cfgs = a.configs.split(",")
     if a.files:
         runs = []

@@ -735,27 +735,34 @@ def gpu_sample_cupti_switch_off_mid_call_keeps_threads_timed(s, c):
     c.expect(sum(1 for o in ops if o[2]) > 0, "no operation has a GPU time")
 
 
-def record_with_cupti_report(s, c, name, argv, opts):
+def record_with_cupti_report(s, c, name, argv, opts, armed=None):
     """`cutrace record` on the fake CUPTI with its exit report (FAKE_CUPTI_REPORT): (trace dir,
-    time of the last driver callback in CLOCK_MONOTONIC ns, callback ids still on at exit)."""
+    time of the last driver callback in CLOCK_MONOTONIC ns, callback ids still on at exit). With
+    `armed` (a list), appends the calls made while CUPTI was armed and not collecting to it."""
     d = s.tmpdir(name)
     p = s.record(c, d, argv, ["--gpu-timing", "cupti", *opts],
                  {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
     m = re.search(r"fake_cupti: last driver callback at (\d+) ns, (\d+) callback ids on at exit", p.stderr)
-    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    n = re.search(r"fake_cupti: \d+ finalizes, (\d+) calls while armed and not collecting", p.stderr)
+    c.require(m and n, f"no fake_cupti report: {tail(p.stderr)!r}")
+    if armed is not None:
+        armed.append(int(n.group(1)))
     return d, int(m.group(1)), int(m.group(2))
 
 
 @test
-def cupti_callbacks_go_off_after_the_last_window(s, c):
-    """CUPTI's driver callbacks stay on after a window (switching them off can strand a thread that
-    is inside a driver call), but after the last window nothing is timed again: they go off with
-    the collection, so the rest of the run pays no CUPTI callback. Here a 150 ms window cut by
-    --duration (process mode: none can follow) in a 600 ms run; the fake CUPTI reports when it
-    delivered its last callback and how many callback ids were on at exit (before: the run's last
-    launch, 450 ms after the window, and all of them)."""
+def cupti_detached_after_the_last_window(s, c):
+    """CUPTI stays set up after a window (its driver callbacks on: switching them off, or detaching
+    CUPTI, can strand a thread that is inside a driver call), but after the last window nothing is
+    timed again: CUPTI detaches (cuptiFinalize), so the rest of the run pays neither its callbacks
+    nor the cost CUPTI leaves on every launch once its activity kinds have been on (about 1 us on
+    the H200). Here a 150 ms window cut by --duration (process mode: none can follow) in a 600 ms
+    run; the fake CUPTI reports when it delivered its last callback, how many callback ids were on
+    at exit and how many calls were made while it was armed and not collecting (before: the run's
+    last launch 450 ms after the window, all of them, and ~2,250 calls)."""
     paced = [s.prog("paced_launches"), "600", "50000", "200"]
-    d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last", paced, ["--duration", "0.15"])
+    armed = []
+    d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last", paced, ["--duration", "0.15"], armed)
     trace = os.path.join(d, traces(d)[0])
     wins = dump_fields(s, c, trace, "Window")
     c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in wins],
@@ -766,6 +773,7 @@ def cupti_callbacks_go_off_after_the_last_window(s, c):
     c.equal("meta gpu_times_missing", trace_meta(s, c, trace).get("gpu_times_missing"), None)
     ops = dump_ops(s, c, trace, "Kernel")
     c.expect(len(ops) > 100 and all(o[2] for o in ops), f"{len(ops)} kernels, untimed: {sum(1 for o in ops if not o[2])}")
+    c.expect(armed[0] < 150, f"{armed[0]} calls made while CUPTI was armed and not collecting")
     # The same after NVTX steps 1-2 (no repeat: the last window), with 300 ms of launches after.
     d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last-nvtx", [s.prog("nvtx_app"), "300"],
                                                   ["--capture-range", "nvtx:step_*", "--capture-steps", "1-2"])
@@ -781,6 +789,28 @@ def cupti_callbacks_go_off_after_the_last_window(s, c):
     _, _, ids_on = record_with_cupti_report(s, c, "cupti-last-sampled", paced,
                                             ["--duration", "0.3", "--gpu-sample", "0.1/100"])
     c.equal("callback ids on at exit (sampled)", ids_on, 0)
+
+
+@test
+def cupti_detached_before_the_first_window(s, c):
+    """cutrace checks at start-up that CUPTI works by switching its activity kinds on and off;
+    once they have been on, every kernel launch costs about 1 us more on the H200 (+1.46 us per
+    launch before any window, bench/gpu/launch_ab.py) until CUPTI detaches. So the check ends in
+    cuptiFinalize and the first window sets CUPTI up again. The fake CUPTI counts the calls made
+    while it was armed and not collecting: here 600 ms of paced launches (~3,000), the window
+    opening at 450 ms (--delay) and lasting to the end: before, ~2,250 calls."""
+    d = s.tmpdir("cupti-first-window")
+    p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"], ["--gpu-timing", "cupti", "--delay", "0.45"],
+                 {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})
+    m = re.search(r"fake_cupti: (\d+) finalizes, (\d+) calls while armed and not collecting", p.stderr)
+    c.require(m, f"no fake_cupti report: {tail(p.stderr)!r}")
+    c.equal("finalizes (the start-up check's)", int(m.group(1)), 1)
+    c.expect(int(m.group(2)) < 20, f"{m.group(2)} calls made while CUPTI was armed and not collecting")
+    trace = os.path.join(d, traces(d)[0])
+    c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in dump_fields(s, c, trace, "Window")],
+            [("begin", "delay"), ("end", "exit")])
+    ops = dump_ops(s, c, trace, "Kernel")
+    c.expect(len(ops) > 100 and all(o[2] for o in ops), f"{len(ops)} kernels, untimed: {sum(1 for o in ops if not o[2])}")
 
 
 @test

@@ -42,7 +42,9 @@ bool silent(const char* name) {
 // the callbacks had gone off and on, the autograd thread's calls got no callback for the rest of
 // the run while their operations' records still came.
 thread_local bool t_entered = false;
-thread_local bool t_stranded = false;
+thread_local bool t_stranded = false;  // a finalize does not undo it (its state is the thread's)
+std::atomic<uint64_t> g_finalizes{0};
+std::atomic<uint64_t> g_armedIdleCalls{0};  // hooked calls while armed with no kind on
 
 // FAKE_CUPTI_REPORT=1: at exit, stderr says when the last driver callback was delivered
 // (CLOCK_MONOTONIC ns, the trace's clock) and how many callback ids were still on, so that a
@@ -55,6 +57,8 @@ struct ExitReport {
     for (const auto& enabled : g_subscriber.driverEnabled) on += enabled.load() ? 1 : 0;
     fprintf(stderr, "fake_cupti: last driver callback at %lld ns, %d callback ids on at exit\n",
             (long long)g_lastCallbackNs.load(), on);
+    fprintf(stderr, "fake_cupti: %llu finalizes, %llu calls while armed and not collecting\n",
+            (unsigned long long)g_finalizes.load(), (unsigned long long)g_armedIdleCalls.load());
   }
 } g_exitReport;
 
@@ -107,8 +111,16 @@ bool installHooks() {
   return installed;
 }
 
+void finalizeCallbacks() {
+  for (auto& enabled : g_subscriber.driverEnabled) enabled.store(false);
+  g_subscriber.callback.store(nullptr);
+  g_subscriber.active.store(false);
+  g_finalizes.fetch_add(1);
+}
+
 void apiEnter(FakeCudaApiCall* call) {
   call->correlation_id = g_lastCorrelation.fetch_add(1) + 1;
+  if (armed() && !collecting()) g_armedIdleCalls.fetch_add(1, std::memory_order_relaxed);
   notify(CUPTI_API_ENTER, call);
   // FAKE_CUPTI_CALL_US: every hooked call spends this long between its two callbacks (a slow
   // driver), so that a switch of the callbacks is likely to fall inside one.
@@ -165,5 +177,11 @@ FAKE_CUPTI_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_Subscriber
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
   s->driverEnabled[cbid].store(enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+FAKE_CUPTI_API CUptiResult cuptiFinalize() {
+  fake_cupti::finalizeCallbacks();
+  fake_cupti::finalizeActivity();
   return CUPTI_SUCCESS;
 }

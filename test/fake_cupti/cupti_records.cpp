@@ -127,6 +127,30 @@ Activity& activity() {
   return *a;
 }
 
+bool collecting() {
+  Activity& a = activity();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return a.kernel || a.concurrentKernel || a.memcpy || a.memset;
+}
+
+bool armed() {
+  Activity& a = activity();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return a.armed;
+}
+
+void finalizeActivity() {
+  Activity& a = activity();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.kernel = a.concurrentKernel = a.memcpy = a.memset = a.armed = false;
+  a.requested = nullptr;
+  a.completed = nullptr;
+  a.clientOffsetNs = 0;
+  a.filling = Buffer{};  // undelivered buffers are gone (the client's memory, not freed here)
+  a.closed.clear();
+  a.dropped = 0;
+}
+
 // FAKE_CUPTI_DROP_KERNELS=name,name,...: kernels whose records are dropped (counted by
 // cuptiActivityGetNumDroppedRecords), as CUPTI drops records when its buffers run out.
 bool dropKernel(const char* name) {
@@ -194,6 +218,7 @@ FAKE_CUPTI_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (flag == nullptr) return CUPTI_ERROR_NOT_COMPATIBLE;  // a kind the fake does not produce
   if (!fake_cupti::installHooks()) return CUPTI_ERROR_NOT_INITIALIZED;
   *flag = true;
+  a.armed = true;
   return CUPTI_SUCCESS;
 }
 

@@ -28,6 +28,13 @@
 //     filled: with flag 0 only while they hold complete records only (a buffer with one record in
 //     flight stops the delivery there); with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED all of them. A
 //     buffer that fills is closed; it is delivered by a later flush (no worker thread).
+//   - Detach (cuptiFinalize): the subscriber, its callback ids, the activity kinds, the registered
+//     buffer and timestamp callbacks and any undelivered buffer are gone. A stranded thread stays
+//     stranded (on the H200, detaching while threads were inside driver calls lost their GPU
+//     times after the next attach, as switching the callbacks off does). Once a kind has been
+//     enabled, CUPTI stays "armed" until it detaches: on the H200 every kernel launch then costs
+//     about 1 us more, even with every kind off again. The fake counts the hooked calls made while
+//     armed with no kind on (FAKE_CUPTI_REPORT prints them at exit).
 //   - Timestamps: the virtual GPU's clock is CLOCK_MONOTONIC ns. A client that registered a
 //     timestamp callback gets its clock: CLOCK_MONOTONIC plus the offset between the two measured at
 //     registration, rounded to the microsecond (exactly 0 for a client that returns CLOCK_MONOTONIC,
@@ -85,6 +92,13 @@ struct Buffer {
   std::vector<PendingRecord> records;
 };
 
+// cuptiFinalize: resets the subscriber (cupti_callbacks.cpp) and the activity state.
+void finalizeCallbacks();
+void finalizeActivity();
+// Whether some activity kind is on (cupti_records.cpp), and whether CUPTI is armed (see the top).
+bool collecting();
+bool armed();
+
 struct Activity {
   // Guards everything below. Held while calling the client's buffer-requested callback (CUPTI
   // calls it on the thread that needs a buffer), never while calling buffer-completed.
@@ -93,6 +107,7 @@ struct Activity {
   CUpti_BuffersCallbackCompleteFunc completed = nullptr;
   int64_t clientOffsetNs = 0;  // client clock - CLOCK_MONOTONIC (timestamp callback; else 0)
   bool kernel = false, concurrentKernel = false, memcpy = false, memset = false;  // enabled kinds
+  bool armed = false;          // a kind was on since the last finalize
   Buffer filling;              // data null: none yet
   std::deque<Buffer> closed;   // in the order they were filled
   size_t dropped = 0;          // since the last cuptiActivityGetNumDroppedRecords
