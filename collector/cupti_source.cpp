@@ -200,15 +200,15 @@ int64_t g_window_closed_ns = 0;
 uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRACE_VERBOSE)
 int64_t g_switch_ns = 0;   // time spent switching
 
-// The driver callbacks, once on, stay on until exit: only the activity kinds are switched per
-// window. On the H200, turning callbacks off while an app thread was inside a traced driver call
+// The driver callbacks, once on, stay on until the last window: only the activity kinds are
+// switched per window. On the H200, turning callbacks off while an app thread was inside a traced driver call
 // broke that thread for good: its later calls got no callback (no correlation id) and their
 // kernels' records came under stale ids, which merged into spans of tens of ms (GPT small with
 // --gpu-sample 0.2: the autograd thread's 2,381 operations without GPU times from its first
 // window on). No thread can be kept out of the driver while they go off, so they never do.
 bool g_callbacks_on = false;
-// The window that closed was the last one (cupti_window(false, true)): the callbacks go off with
-// the collection. A thread stranded by that no longer matters: nothing of it is timed again.
+// The window that closed was the last one (cupti_window(false, true)): CUPTI detaches with the
+// collection. A thread stranded by that no longer matters: nothing of it is timed again.
 bool g_last_closed = false;
 
 // The driver callbacks of every id in kDriverCbids on or off; true if CUPTI took each.
@@ -254,11 +254,11 @@ bool set_collecting(bool on) {
     g_callbacks_on = ok;
   }
   if (on && g_last_closed) {
-    // A window after the last (e.g. `cutrace start PID` after an NVTX window): the callbacks are
-    // back on, and a thread that was inside a driver call when they went off gets none.
+    // A window after the last (e.g. `cutrace start PID` after an NVTX window): CUPTI is set up
+    // again, and a thread that was inside a driver call when it detached gets no callback.
     g_last_closed = false;
     log_warn("CUPTI: a capture window opened after the last one; GPU times of threads that were inside a driver "
-             "call when CUPTI's callbacks went off may be missing (counted in the trace's gpu_times_missing)");
+             "call when CUPTI detached may be missing (counted in the trace's gpu_times_missing)");
   }
   if (!on && g_last_closed && g_sub) {
     // Nothing is timed again: CUPTI detaches, so that the rest of the run does not pay its cost

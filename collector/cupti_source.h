@@ -20,7 +20,8 @@ bool cupti_start(bool quiet, bool exact = false);
 // first window and stay on (cupti_source.cpp, set_collecting: switching them off under a thread
 // inside a driver call broke that thread on the H200) until the last window, when one is known
 // (`last`: NVTX steps without --capture-repeat, a process window cut by --duration): no later
-// window needs them, so they go off with the collection. A window edge calls
+// window needs CUPTI, so it detaches with the collection (cuptiFinalize: it leaves a cost on every
+// launch once it has collected). Before the first window it is detached too (cupti_start). A window edge calls
 // cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
 // collector turns collection off later, once the window's work has its CUPTI records
 // (cupti_idle: `settled`, no thread is inside a CUPTI-timed call and every stream's newest CUPTI

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import cutrace_stats  # noqa: E402  (bench/suite.py)
 
 CONFIGS = ["base", "base-direct", "off-direct", "none", "cupti", "end", "raw-cupti", "raw-cupti+cb",
-           "raw-cupti+ts", "raw-cupti+kinds", "raw-cupti+cb+ts+kinds"]
+           "raw-cupti+ts", "raw-cupti+kinds", "raw-cupti+cb+ts+kinds", "raw-cupti+finalize"]
 RECORD = {"off-direct": [], "none": ["--gpu-timing", "none"], "cupti": ["--gpu-timing", "cupti"],
           "end": ["--gpu-timing", "end"]}
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Eighth session, second device call: CUPTI detached outside capture windows (cuptiFinalize after
-# the start-up check and after every window, attached again for the next).
+# the start-up check and after every window, attached again for the next). That build was not
+# kept: with --gpu-sample 0.2 it lost 12,650 operations' GPU times, and after a window the launch
+# loop still paid CUPTI's cost. What was kept (the detach after the start-up check and after the
+# last window) is measured by proof_run10.sh.
 #  1. The launch loop (bench/gpu/launch_ab.py): a preloaded cutrace in CUPTI mode before any
 #     window against no cutrace (was +1.46 us per launch), after a window against before it, and
 #     a window's cost against the unrecorded blocks beside it (now against a detached CUPTI).
