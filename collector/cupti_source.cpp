@@ -201,8 +201,8 @@ uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRAC
 int64_t g_switch_ns = 0;   // time spent switching
 
 // The driver callbacks, once on, stay on until the last window: only the activity kinds are
-// switched per window. On the H200, turning callbacks off while an app thread was inside a traced driver call
-// broke that thread for good: its later calls got no callback (no correlation id) and their
+// switched per window. On the H200, turning callbacks off while an app thread was inside a traced
+// driver call broke that thread for good: its later calls got no callback (no correlation id) and their
 // kernels' records came under stale ids, which merged into spans of tens of ms (GPT small with
 // --gpu-sample 0.2: the autograd thread's 2,381 operations without GPU times from its first
 // window on). No thread can be kept out of the driver while they go off, so they never do.
@@ -224,13 +224,14 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 // CUPTI set up for this process: subscriber, timestamp and buffer callbacks. cupti_start() sets it
 // up to check that it works, then detaches it (cuptiFinalize); the first window sets it up again.
 // Once its activity kinds have been on, CUPTI makes every later kernel launch cost more even with
-// them off: about 1 us on the H200 (bench/gpu/launch_ab.py, a launch loop in one process: +0.7..+1.0
-// us on a 3.6-4.1 us launch after a window; before the detach after the start-up check, the same
-// cost came before any window: +1.46 us per launch against no cutrace, and -0.43 us after it,
-// within the runs' spread). The detach cannot be repeated after each window: cuptiFinalize while
-// another thread is inside a driver call strands that thread as switching the callbacks off does
-// (tried on the H200: GPT small with --gpu-sample 0.2 lost 12,650 operations' GPU times), and
-// after a window it did not remove the cost either (+0.85..+1.11 us on the launch loop).
+// them off: about 1 us on the H200 (bench/gpu/launch_ab.py, a launch loop in one process: medians
+// +0.64..+1.02 us on a 3.5-4.5 us launch after a window; before the detach after the start-up
+// check, the same cost came before any window: +1.46 us per launch against no cutrace, +0.14 us
+// after it, within the runs' spread). The detach is not repeated after each window: cuptiFinalize
+// while another thread is inside a driver call strands that thread as switching the callbacks off
+// does (tried on the H200: GPT small with --gpu-sample 0.2 lost 12,650 operations' GPU times), and
+// there it did not remove the cost either (+0.85..+1.11 us on the launch loop). After the last
+// window it is (set_collecting): nothing is timed again.
 bool attach() {
   Api& a = g_api;
   bool ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
