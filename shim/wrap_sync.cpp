@@ -98,6 +98,16 @@ CUresult end_capture(const Binding& b, CUstream s, CUgraph* g) {
 }
 
 }  // namespace
+
+CUTRACE_DIRECT_WHEN_OFF(ctx_sync)
+CUTRACE_DIRECT_WHEN_OFF(ctx_sync_v2)
+CUTRACE_DIRECT_WHEN_OFF(stream_sync)
+CUTRACE_DIRECT_WHEN_OFF(stream_query)
+CUTRACE_DIRECT_WHEN_OFF(event_sync)
+CUTRACE_DIRECT_WHEN_OFF(event_query)
+CUTRACE_DIRECT_WHEN_OFF(stream_wait)
+CUTRACE_DIRECT_WHEN_OFF(event_record)
+CUTRACE_DIRECT_WHEN_OFF(event_record_flags)
 }  // namespace cutrace
 
 using namespace cutrace;
