@@ -76,6 +76,17 @@ CUresult free_async(const Binding& b, CUdeviceptr p, CUstream s) {
 }
 
 }  // namespace
+
+CUTRACE_DIRECT_WHEN_OFF(alloc)
+CUTRACE_DIRECT_WHEN_OFF(alloc_pitch)
+CUTRACE_DIRECT_WHEN_OFF(free_dev)
+CUTRACE_DIRECT_WHEN_OFF(alloc_host)
+CUTRACE_DIRECT_WHEN_OFF(host_alloc)
+CUTRACE_DIRECT_WHEN_OFF(free_host)
+CUTRACE_DIRECT_WHEN_OFF(alloc_managed)
+CUTRACE_DIRECT_WHEN_OFF(alloc_async)
+CUTRACE_DIRECT_WHEN_OFF(alloc_pool)
+CUTRACE_DIRECT_WHEN_OFF(free_async)
 }  // namespace cutrace
 
 using namespace cutrace;
