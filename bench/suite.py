@@ -5,6 +5,7 @@ capture window, and under torch.profiler (CUDA only; CPU+CUDA), then one table.
 
     python3 bench/suite.py run OUT [--workloads large,small,tiny] [--reps 3] [--configs ...] [--cpus 2-9]
     python3 bench/suite.py table OUT [--markdown]
+    python3 bench/suite.py stats TRACE_DIR [--cutrace CUTRACE]   (one trace: kernels, GPU times missing)
 
 `run` appends one JSON line per run to OUT/results.jsonl (so several calls add up) and prints the
 table at the end. Each repetition runs every configuration once, in order, and the next one in reverse order
@@ -246,7 +247,7 @@ def table(a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["run", "table"])
+    ap.add_argument("what", choices=["run", "table", "stats"])
     ap.add_argument("out")
     ap.add_argument("--workloads", default="large,small,tiny")
     ap.add_argument("--configs", default=",".join(CONFIGS))
@@ -258,6 +259,10 @@ def main():
                     help="run: print each run as REP CONFIG METRIC WALL_S missing GPU_TIMES_MISSING [ERROR], not JSON")
     ap.add_argument("--cpus", help="run every command under `taskset -c CPUS` (e.g. 2-9)")
     a = ap.parse_args()
+    if a.what == "stats":
+        s = cutrace_stats(a.cutrace, a.out)
+        print("kernels", s["kernels"], "without GPU time", s["gpu_times_missing"])
+        return
     run(a) if a.what == "run" else table(a)
 
 

@@ -242,6 +242,14 @@ bool attach() {
   return ok;
 }
 
+// CUPTI detached (cuptiFinalize): at start-up, and after the last window (set_collecting).
+void detach() {
+  g_api.unsubscribe(g_sub);
+  g_api.finalize();
+  g_sub = nullptr;
+  g_callbacks_on = false;
+}
+
 bool set_collecting(bool on) {
   int64_t t0 = mono_ns();
   bool ok = true;
@@ -274,10 +282,7 @@ bool set_collecting(bool on) {
       std::lock_guard<std::mutex> l(g_mu);
       g_flush_unwanted = false;
     }
-    g_api.unsubscribe(g_sub);
-    g_api.finalize();
-    g_sub = nullptr;
-    g_callbacks_on = false;
+    detach();
     log_info("CUPTI: detached after the last capture window");
   }
   g_collecting = on && ok;
@@ -356,9 +361,7 @@ bool cupti_start(bool quiet, bool exact) {
     say("CUPTI activity tracing could not be enabled (another profiler attached?): %s", fallback);
     return false;
   }
-  a.unsubscribe(g_sub);
-  a.finalize();
-  g_sub = nullptr;
+  detach();
   g_loaded = true;
   return true;
 }

@@ -45,9 +45,9 @@ extern std::atomic<bool> g_capture_on;  // shim/config.h
 // Implementations that do nothing outside capture windows but call the real function (those
 // made of traced_gpu_op or traced_call alone, shim/op.h: launches, copies, memsets, syncs, event
 // records and queries, stream waits, allocations and frees; not graph captures, which count the
-// captures in progress, nor the control calls, which act outside windows too): their entry points test the window themselves and go
-// straight on, a tail call with the caller's arguments in place (CUTRACE_DIRECT_WHEN_OFF(impl),
-// next to the implementation). About 15 ns per launch less than through the implementation on
+// captures in progress, nor the control calls, which act outside windows too): their entry
+// points test the window themselves and go straight on, a tail call with the caller's arguments
+// in place (CUTRACE_DIRECT_WHEN_OFF(impl), next to the implementation). About 15 ns per launch less than through the implementation on
 // the H200 (bench/gpu/launch_ab.py, `off-direct`).
 template <auto Impl>
 inline constexpr bool kDirectWhenOff = false;

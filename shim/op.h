@@ -137,8 +137,6 @@ template <class PFN, class Fill, class Call>
 inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16_t flags, Fill&& fill,
                               Call&& call) {
   PFN real = b.fn<PFN>();
-  // Outside windows: straight on, before anything else is set up (the one relaxed check).
-  if (!capture_on()) return call(real);
   Op op;
   if (!op.begin(b, kind, s, flags, gpu_op_wants_stack(flags))) return call(real);
   fill(op.rec());
@@ -152,7 +150,6 @@ template <class PFN, class Fill, class Call>
 inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call,
                             bool stack = false) {
   PFN real = b.fn<PFN>();
-  if (!capture_on()) return call(real);  // outside windows: straight on
   Op op;
   if (!op.begin(b, kind, s, 0, stack)) return call(real);
   CUresult r = call(real);

@@ -20,13 +20,7 @@ CT=${CUTRACE:-$PWD/build/bin/cutrace}
 H=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 step() { echo; echo "=== $(date +%T) $*"; }
-stats() {  # trace dir -> kernels, operations without GPU time
-  python3 - "$CT" "$1" "$H/.." <<'PY'
-import sys; sys.path.insert(0, sys.argv[3])
-from suite import cutrace_stats
-s = cutrace_stats(sys.argv[1], sys.argv[2]); print("kernels", s["kernels"], "without GPU time", s["gpu_times_missing"])
-PY
-}
+stats() { python3 "$H/../suite.py" stats "$1" --cutrace "$CT"; }  # kernels, operations without GPU time
 
 step "launch loop: $REPS reps"
 python3 "$H/launch_ab.py" run "$OUT/ab" --reps "$REPS" --configs base,off-direct,none,cupti,raw-cupti --cutrace "$CT" \

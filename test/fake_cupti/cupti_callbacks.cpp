@@ -120,7 +120,7 @@ void finalizeCallbacks() {
 
 void apiEnter(FakeCudaApiCall* call) {
   call->correlation_id = g_lastCorrelation.fetch_add(1) + 1;
-  if (armed() && !collecting()) g_armedIdleCalls.fetch_add(1, std::memory_order_relaxed);
+  if (armedIdle()) g_armedIdleCalls.fetch_add(1, std::memory_order_relaxed);
   notify(CUPTI_API_ENTER, call);
   // FAKE_CUPTI_CALL_US: every hooked call spends this long between its two callbacks (a slow
   // driver), so that a switch of the callbacks is likely to fall inside one.

@@ -127,16 +127,10 @@ Activity& activity() {
   return *a;
 }
 
-bool collecting() {
+bool armedIdle() {
   Activity& a = activity();
   std::lock_guard<std::mutex> lock(a.mu);
-  return a.kernel || a.concurrentKernel || a.memcpy || a.memset;
-}
-
-bool armed() {
-  Activity& a = activity();
-  std::lock_guard<std::mutex> lock(a.mu);
-  return a.armed;
+  return a.armed && !(a.kernel || a.concurrentKernel || a.memcpy || a.memset);
 }
 
 void finalizeActivity() {

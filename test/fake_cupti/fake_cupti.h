@@ -95,9 +95,8 @@ struct Buffer {
 // cuptiFinalize: resets the subscriber (cupti_callbacks.cpp) and the activity state.
 void finalizeCallbacks();
 void finalizeActivity();
-// Whether some activity kind is on (cupti_records.cpp), and whether CUPTI is armed (see the top).
-bool collecting();
-bool armed();
+// Whether CUPTI is armed (see the top) with no activity kind on (cupti_records.cpp).
+bool armedIdle();
 
 struct Activity {
   // Guards everything below. Held while calling the client's buffer-requested callback (CUPTI
