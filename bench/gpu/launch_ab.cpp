@@ -11,7 +11,11 @@
 // One JSON line per block: phase, wall-clock and thread-CPU ns per launch (and gpu_ns).
 //
 //   launch_ab [--windows api|raw-cupti|none|direct] [--pre 20] [--cycles 60] [--block 2000]
-//             [--streams 4] [--cupti-attrs cb,ts,kinds,pinned,shared] [--gpu]
+//             [--streams 4] [--cupti-attrs cb,ts,kinds,pinned,shared,...] [--gpu]
+//             [--tail N] [--tail-gap-ms MS]
+//
+// --tail N: after the cycles, N more unrecorded blocks (`tail`), each after MS ms of spinning
+//   (default 1000): whether what a window leaves on each launch wears off with time.
 //
 // --windows api: windows through cutrace's C API (cutrace_capture_start/stop, found with dlsym
 //   when the shim is preloaded with --capture-range manual; without the shim the edges do
@@ -25,7 +29,8 @@
 //   links (the shim's, when preloaded), `off` blocks call the driver's own function (from the
 //   driver library with glibc's dlsym, which the shim does not see): what a preloaded shim that
 //   is not recording costs per launch, inside one process.
-// Built by bench/gpu/launch_ab.sh (g++ with the CUDA headers; links libcuda and libdl).
+// Built by `make build/bench/launch_ab` (with `make test`): the CUDA headers, linked against the fake
+// driver (same soname as the real one, libcuda.so.1) and libdl; the binary runs on a GPU machine.
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -72,7 +77,9 @@ struct RawCupti {
   CUptiResult (*set_attr)(CUpti_ActivityAttribute, size_t*, void*);
   CUptiResult (*reg_ts)(CUpti_TimestampCallbackFunc);
   CUptiResult (*finalize)();
-  bool kinds = false, finalize_each = false;
+  CUptiResult (*enable_ctx)(CUcontext, CUpti_ActivityKind);
+  CUptiResult (*disable_ctx)(CUcontext, CUpti_ActivityKind);
+  bool kinds = false, finalize_each = false, per_ctx = false;
   std::string attrs;
 };
 RawCupti g_cupti;
@@ -104,7 +111,11 @@ void sym(void* h, F& f, const char* name) {
 // each window's end, here on the only thread that makes CUDA calls, and set up again at the next
 // window's start), "pinned" (CUPTI's profiling buffers in pinned host
 // memory instead of device memory), "shared" (one activity buffer for all threads instead of one
-// per thread; set before anything else, as CUPTI asks).
+// per thread; set before anything else, as CUPTI asks), "ctx" (the kinds switched for the context
+// with cuptiActivityEnableContext/DisableContext instead of for the process), "freshfn" and
+// "freshstream" (the blocks outside windows, `pre` included, launch another kernel function, from
+// another module, or on other streams, than those inside: whether what a window leaves behind
+// belongs to the functions or streams it saw).
 uint64_t CUPTIAPI timestamp() { return uint64_t(ns(CLOCK_MONOTONIC)); }
 
 // The registrations (again after each cuptiFinalize, which drops them).
@@ -133,6 +144,7 @@ void raw_cupti_init(const std::string& attrs) {
   sym(h, c.next, "cuptiActivityGetNextRecord"), sym(h, c.subscribe, "cuptiSubscribe");
   sym(h, c.enable_cb, "cuptiEnableCallback"), sym(h, c.set_attr, "cuptiActivitySetAttribute");
   sym(h, c.reg_ts, "cuptiActivityRegisterTimestampCallback"), sym(h, c.finalize, "cuptiFinalize");
+  sym(h, c.enable_ctx, "cuptiActivityEnableContext"), sym(h, c.disable_ctx, "cuptiActivityDisableContext");
   auto has = [&](const char* a) { return attrs.find(a) != std::string::npos; };
   uint8_t one = 1, zero = 0;
   size_t sz = 1;
@@ -144,6 +156,7 @@ void raw_cupti_init(const std::string& attrs) {
     fprintf(stderr, "launch_ab: CUPTI refused a shared activity buffer\n"), exit(1);
   c.kinds = has("kinds");
   c.finalize_each = has("finalize");
+  c.per_ctx = has("ctx");
   c.attrs = attrs;
   raw_cupti_register();
 }
@@ -152,7 +165,7 @@ void raw_cupti_init(const std::string& attrs) {
 
 int main(int argc, char** argv) {
   std::string windows = "api", attrs;
-  int pre = 20, cycles = 60, block = 2000, nstreams = 4;
+  int pre = 20, cycles = 60, block = 2000, nstreams = 4, tail = 0, tail_gap_ms = 1000;
   bool gpu = false;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 == argc && strcmp(argv[i], "--gpu") != 0) fprintf(stderr, "launch_ab: %s needs a value\n", argv[i]), exit(2);
@@ -163,6 +176,8 @@ int main(int argc, char** argv) {
     else if (a == "--block") block = atoi(argv[i + 1]);
     else if (a == "--streams") nstreams = atoi(argv[i + 1]);
     else if (a == "--cupti-attrs") attrs = argv[i + 1];
+    else if (a == "--tail") tail = atoi(argv[i + 1]);
+    else if (a == "--tail-gap-ms") tail_gap_ms = atoi(argv[i + 1]);
     else if (a == "--gpu") gpu = true, --i;
     else fprintf(stderr, "launch_ab: unknown option %s\n", argv[i]), exit(2);
   }
@@ -189,6 +204,16 @@ int main(int argc, char** argv) {
   CHECK(cuModuleGetFunction(&f, mod, "noop"));
   std::vector<CUstream> streams(nstreams);
   for (CUstream& s : streams) CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  // What the blocks outside windows launch (freshfn, freshstream: not what the windows saw).
+  CUfunction f_out = f;
+  std::vector<CUstream> streams_out = streams;
+  if (raw && attrs.find("freshfn") != std::string::npos) {
+    CUmodule mod2;
+    if (cuModuleLoadData(&mod2, kPtx) != CUDA_SUCCESS) CHECK(cuModuleLoadData(&mod2, "kernel noop 1\n"));
+    CHECK(cuModuleGetFunction(&f_out, mod2, "noop"));
+  }
+  if (raw && attrs.find("freshstream") != std::string::npos)
+    for (CUstream& s : streams_out) CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
   // The driver's own cuLaunchKernel (--windows direct): glibc's dlsym, looked up in libc itself
   // (the shim exports a dlsym of its own that wraps what libcuda hands out).
@@ -226,14 +251,15 @@ int main(int argc, char** argv) {
     }
   };
   // Untimed start of every block: idle GPU, the edge (open: true, close: false, none: -1), spin.
-  auto prepare = [&](int edge) {
+  auto prepare = [&](int edge, int64_t spin_ns = 20000000) {
     CHECK(cuCtxSynchronize());
     if (edge >= 0 && raw) {
       if (edge == 1 && g_cupti.finalize_each && g_records_setup_needed) raw_cupti_register();
       for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                    CUPTI_ACTIVITY_KIND_MEMSET}) {
         if (k != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && !g_cupti.kinds) continue;
-        edge ? g_cupti.enable(k) : g_cupti.disable(k);
+        if (g_cupti.per_ctx) edge ? g_cupti.enable_ctx(ctx, k) : g_cupti.disable_ctx(ctx, k);
+        else edge ? g_cupti.enable(k) : g_cupti.disable(k);
       }
       if (!edge) g_cupti.flush(g_cupti.finalize_each ? 1 : 0);
       if (!edge && g_cupti.finalize_each) g_cupti.finalize(), g_records_setup_needed = true;
@@ -242,12 +268,15 @@ int main(int argc, char** argv) {
     } else if (edge == 0 && win_stop) {
       win_stop();
     }
-    spin(20000000);
+    spin(spin_ns);
   };
   auto run_block = [&](const char* phase, int index, Launch launch) {
+    const bool inside = strcmp(phase, "on") == 0;
+    CUfunction fn = inside ? f : f_out;
+    const std::vector<CUstream>& ss = inside ? streams : streams_out;
     int64_t w0 = ns(CLOCK_MONOTONIC), c0 = ns(CLOCK_THREAD_CPUTIME_ID);
     for (int i = 0; i < block; ++i)
-      CHECK(launch(f, 1, 1, 1, 32, 1, 1, 0, streams[i % nstreams], nullptr, nullptr));
+      CHECK(launch(fn, 1, 1, 1, 32, 1, 1, 0, ss[i % nstreams], nullptr, nullptr));
     int64_t w1 = ns(CLOCK_MONOTONIC), c1 = ns(CLOCK_THREAD_CPUTIME_ID);
     float gpu_ms = 0;
     const int burst = block / 4;
@@ -277,6 +306,7 @@ int main(int argc, char** argv) {
     prepare(direct ? -1 : 0);
     run_block("off", k++, direct ? real : linked);
   }
+  for (int i = 0; i < tail; ++i) prepare(-1, int64_t(tail_gap_ms) * 1000000), run_block("tail", k++, linked);
   CHECK(cuCtxSynchronize());
   if (raw) g_cupti.flush(1), fprintf(stderr, "launch_ab: CUPTI delivered %llu records\n", (unsigned long long)g_records);
   return 0;

@@ -16,10 +16,14 @@ repetition (every other one in reverse order), every run pinned to --cpus:
   raw-cupti+cb, +ts, +kinds, +cb+ts+kinds   the same with what cutrace's use of CUPTI adds: a
               driver callback on every launch, a timestamp callback, copies' and memsets' kinds
   raw-cupti+finalize  raw-cupti, CUPTI detached (cuptiFinalize) after each window
+  raw-cupti+ctx       raw-cupti, the kind switched for the context only (cuptiActivityEnableContext)
+  raw-cupti+freshfn, +freshstream   raw-cupti; the blocks outside windows launch another kernel
+              function (another module), or on other streams, than the windows did
 
 Per process: `on` = median over cycles of (on block - mean of the off blocks beside it), ns per
 launch; `after` = median(off) - median(pre) (what a closed window leaves behind); `pre` = median of
-pre blocks. Across processes: the median (min..max) of those, and for `pre` the paired difference
+pre blocks; with the harness's --tail, `tail` = median(tail) - median(pre) (blocks after a
+second or more without a window). Across processes: the median (min..max) of those, and for `pre` the paired difference
 to the base run of the same repetition (a preloaded shim that never records, against none).
 The `on` and `after` figures have the base runs' same figures (the method's bias) beside them.
 
@@ -33,7 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from suite import cutrace_stats  # noqa: E402  (bench/suite.py)
 
 CONFIGS = ["base", "base-direct", "off-direct", "none", "cupti", "end", "raw-cupti", "raw-cupti+cb",
-           "raw-cupti+ts", "raw-cupti+kinds", "raw-cupti+cb+ts+kinds", "raw-cupti+finalize"]
+           "raw-cupti+ts", "raw-cupti+kinds", "raw-cupti+cb+ts+kinds", "raw-cupti+finalize", "raw-cupti+ctx",
+           "raw-cupti+freshfn", "raw-cupti+freshstream", "raw-cupti+freshfn+freshstream"]
 RECORD = {"off-direct": [], "none": ["--gpu-timing", "none"], "cupti": ["--gpu-timing", "cupti"],
           "end": ["--gpu-timing", "end"]}
 
@@ -67,7 +72,7 @@ def run_one(a, cfg, out, extra):
 def per_process(r, key):
     b = [x for x in r["blocks"] if x["phase"] != "warmup" and key in x]
     if not b:
-        return {"pre": None, "on": None, "after": None}
+        return {"pre": None, "on": None, "after": None, "tail": None}
     pre = [x[key] for x in b if x["phase"] == "pre"]
     seq = [x for x in b if x["phase"] in ("on", "off")]
     on = []
@@ -78,9 +83,11 @@ def per_process(r, key):
         if nb:
             on.append(x[key] - sum(nb) / len(nb))
     off = [x[key] for x in seq if x["phase"] == "off"]
+    tail = [x[key] for x in b if x["phase"] == "tail"]
     return {"pre": statistics.median(pre) if pre else None,
             "on": statistics.median(on) if on else None,
-            "after": statistics.median(off) - statistics.median(pre) if off and pre else None}
+            "after": statistics.median(off) - statistics.median(pre) if off and pre else None,
+            "tail": statistics.median(tail) - statistics.median(pre) if tail and pre else None}
 
 
 def fmt(v):
@@ -102,16 +109,17 @@ def table(runs, key):
           ({"ns": "wall-clock per launch", "cpu_ns": "thread CPU time per launch",
             "gpu_ns": "GPU time per kernel, back to back"}[key],
            "; no cutrace: %.1f ns per launch" % ref if ref else ""))
-    print("%-22s %5s  %-26s %-26s %-26s" % ("config", "runs", "on - off (in-process)", "after - pre (in-process)",
-                                          "pre - base pre (paired)"))
+    print("%-22s %5s  %-26s %-26s %-26s %s" % ("config", "runs", "on - off (in-process)", "after - pre (in-process)",
+                                             "pre - base pre (paired)", "tail - pre (in-process)"))
     for cfg in CONFIGS:
         rs = by.get(cfg)
         if not rs:
             continue
         pp = [per_process(r, key) for r in rs]
         paired = [p["pre"] - base[r["rep"]] for p, r in zip(pp, rs) if r["rep"] in base and cfg != "base"]
-        print("%-22s %5d  %-26s %-26s %-26s" % (cfg, len(rs), fmt([p["on"] for p in pp if p["on"] is not None]),
-                                               fmt([p["after"] for p in pp if p["after"] is not None]), fmt(paired)))
+        print("%-22s %5d  %-26s %-26s %-26s %s" % (cfg, len(rs), fmt([p["on"] for p in pp if p["on"] is not None]),
+                                                  fmt([p["after"] for p in pp if p["after"] is not None]), fmt(paired),
+                                                  fmt([p["tail"] for p in pp if p["tail"] is not None])))
 
 
 def main():
