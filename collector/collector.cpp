@@ -445,10 +445,19 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("stacks_lost", std::to_string(stacks_lost_));
     log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
   }
-  if (!w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) || w_.failed())
+  bool closed = w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(fmt::kEndWriteError) : 0u)) && !w_.failed();
+  // Capture waited for a window that never opened (a launcher such as torchrun's parent, which
+  // touches CUDA but runs no step; a job that ended before --delay): nothing was recorded, and a
+  // file would only be one more "rank" beside the real ones. `cutrace record` says when no file
+  // at all was written.
+  if (config().deferred() && window_index_ == 0) {
+    unlink(path_.c_str());
+    log_info("no capture window opened in this process: no trace file written");
+  } else if (!closed) {
     log_warn("trace %s is incomplete: %s", path_.c_str(), w_.error().c_str());
-  else
+  } else {
     log_info("wrote %s (%llu records)", path_.c_str(), (unsigned long long)w_.records());
+  }
 }
 
 void Collector::request_sync(bool wait_gpu, bool clear_names) {

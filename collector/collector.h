@@ -1,6 +1,8 @@
 // The collector thread: drains every thread's ring, resolves GPU times from the pooled events,
 // names kernels, samples CPU/GPU utilisation and writes the trace file. It starts with the
-// first recorded call of the process, so processes that never use CUDA write nothing.
+// first recorded call of the process, so processes that never use CUDA write nothing; with
+// capture windows (it then starts when CUDA is first bound), a process in which no window opened
+// removes its file at exit.
 #pragma once
 #include <cuda.h>
 #include <cstdint>

@@ -172,6 +172,16 @@ int run_record(const RecordOptions& o) {
   }
   size_t written = count_traces(out) - before;
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
+  // With windows, a process writes a file only once one opened in it (collector.cpp, finish).
+  if (written == 0 && (range != "process" || o.delay > 0)) {
+    std::string how = "--capture-range " + o.capture_range;
+    if (o.delay > 0) {
+      char d[48];
+      snprintf(d, sizeof d, ", --delay %g", o.delay);
+      how += d;
+    }
+    fprintf(stderr, "cutrace: no capture window opened in any process (%s)\n", how.c_str());
+  }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

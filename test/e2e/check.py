@@ -1385,6 +1385,30 @@ def nvtx_window_captures_exactly_the_chosen_steps(s, c):
 
 
 @test
+def launcher_without_a_window_writes_no_trace(s, c):
+    """Regression (H200, `cutrace record --capture-range nvtx:step_* -- torchrun ...`): torchrun's
+    parent touches CUDA but runs no step; it wrote a third trace file, with no window and "rank 0
+    of 1", beside the two ranks'. A process in which no capture window opened writes no file; when
+    no process opened one, `cutrace record` says so."""
+    d = s.tmpdir("nowin-launcher")
+    prog = s.prog("launch_loop") + " 50 && " + s.prog("nvtx_app")
+    s.record(c, d, ["sh", "-c", prog], opts=["--capture-range", "nvtx:step_*", "--capture-steps", "1-2"])
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}: expected nvtx_app's only")
+    meta = trace_meta(s, c, os.path.join(d, traces(d)[0]))
+    c.expect("nvtx_app" in meta.get("cmdline", ""), f"the trace is not nvtx_app's: {meta.get('cmdline')!r}")
+    c.equal("kernels in the window", sum(k["count"] for k in s.summary(c, d)["kernels"]), 6)
+    d = s.tmpdir("nowin-none")
+    p = s.record(c, d, [s.prog("launch_loop"), "50"], opts=["--capture-range", "nvtx:step_*"])
+    c.equal("trace files without a window", traces(d), [])
+    c.expect("0 trace files written" in p.stderr and "no capture window opened in any process "
+             "(--capture-range nvtx:step_*)" in p.stderr, f"record's message: {tail(p.stderr)!r}")
+    # Process mode is not deferred: a process that launched writes its file as before.
+    d = s.tmpdir("nowin-process")
+    s.record(c, d, [s.prog("launch_loop"), "50"])
+    c.equal("trace files in process mode", len(traces(d)), 1)
+
+
+@test
 def nvtx_window_repeats_every_n_steps(s, c):
     """--capture-steps 0-0 --capture-repeat 2: steps 0, 2 and 4 of nvtx_app, each its own window
     (a block that does not close would hold step_1 and step_3 too)."""
