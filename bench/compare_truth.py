@@ -3,6 +3,9 @@
 same timed steps: per-kernel-name counts and GPU time, memcpy/memset counts.
   python3 bench/compare_truth.py TRACE_DIR_OR_FILE TRUTH.json [--min-mean-us 10] [--tol 0.10]
   python3 bench/compare_truth.py TRUTH2.json TRUTH.json    (two torch.profiler runs: the noise floor)
+  python3 bench/compare_truth.py TRACE TRUTH.json --also TRUTH2.json ...   (against the truths' mean
+      per name: one torch.profiler run is itself 1-2% off another on some names; the worst of each
+      truth against that mean is printed as the noise floor)
 The timed steps are found from the trace itself: train_gpt.py synchronises the device once after
 its warm-up and once after each timed step, so the window is (sync[-steps-1], sync[-1]]."""
 import argparse, collections, json, os, re, subprocess, sys
@@ -12,8 +15,19 @@ ap.add_argument("trace"); ap.add_argument("truth")
 ap.add_argument("--min-mean-us", type=float, default=10.0)
 ap.add_argument("--tol", type=float, default=0.10)
 ap.add_argument("--cutrace", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "cutrace"))
+ap.add_argument("--also", nargs="+", default=[], help="more torch.profiler truths of the same steps: compare with the mean")
 a = ap.parse_args()
 truth = json.load(open(a.truth))
+if a.also:  # the reference per name: the mean GPU time of every truth run (counts: the first's)
+    runs = [json.load(open(f)) for f in [a.truth] + a.also]  # unchanged copies (truth is averaged)
+    for n, t in truth["kernels"].items():
+        totals = [r["kernels"][n]["total_ns"] for r in runs if n in r["kernels"]]
+        t["total_ns"] = sum(totals) / len(totals)
+    for r, f in zip(runs, [a.truth] + a.also):
+        errs = [abs(r["kernels"][n]["total_ns"] / t["total_ns"] - 1) for n, t in truth["kernels"].items()
+                if n in r["kernels"] and t["count"] and t["total_ns"] / t["count"] >= a.min_mean_us * 1000]
+        print(f"truth {os.path.basename(f)} against the mean of {len(runs)}: worst per-name {max(errs) * 100:.2f}% "
+              f"({len(errs)} names)")
 steps = truth["steps"]
 path = a.trace
 if path.endswith(".json"):  # another torch.profiler run of the same steps: run-to-run noise
