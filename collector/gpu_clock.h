@@ -17,6 +17,7 @@ class GpuClock {
     CUstream stream = nullptr;
     static constexpr int kAnchors = 16;
     CUevent ev[kAnchors] = {};
+    CUevent spare = nullptr;  // anchor() records its retries here, then swaps the best into ev[]
     int64_t host[kAnchors] = {};
     int count = 0;  // anchors taken so far (ring index = count % kAnchors)
     int64_t last_anchor_ns = 0;

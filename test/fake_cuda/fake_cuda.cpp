@@ -53,6 +53,13 @@ int64_t launchLatencyNs() {
   return latency;
 }
 
+int64_t idleRecordStallNs() {
+  static const int64_t stall = envInt("FAKE_CUDA_IDLE_RECORD_STALL_NS", 0, 0, 1000000000);
+  static const int64_t every = envInt("FAKE_CUDA_IDLE_RECORD_STALL_EVERY", 1, 1, 1000000);
+  static int64_t records = 0;
+  return stall > 0 && ++records % every == 0 ? stall : 0;
+}
+
 int deviceCount() {
   static const int count = static_cast<int>(envInt("FAKE_CUDA_DEVICE_COUNT", 2, 0, kMaxDevices));
   return count;

@@ -1,6 +1,7 @@
 // Events. Recording stamps the event with max(stream ready time, now): the moment the virtual GPU
 // reaches it. An event recorded on a capturing stream is accepted but carries no time, so
 // cuEventElapsedTime rejects it, as it rejects CU_EVENT_DISABLE_TIMING and never-recorded events.
+// FAKE_CUDA_IDLE_RECORD_STALL_NS: a record on an idle stream returns that late after its stamp.
 #include <algorithm>
 
 #include "test/fake_cuda/fake_internal.h"
@@ -31,13 +32,19 @@ CUresult recordEvent(DefaultStream d, CUevent handle, CUstream hStream, unsigned
   if (CUresult r = fake::resolveStream(hStream, d, &stream)) return r;
   CUevent_st* event = fake::lookup<CUevent_st>(handle);
   if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  int64_t stallNs = 0;
   if (stream->capture != nullptr) {
     event->recorded = Recorded::kInCapture;
   } else {
     event->recorded = Recorded::kOnStream;
+    // Decided before the stamp: nothing but the stall itself may run between the stamp and the
+    // return (the first call's set-up there made the first anchor ~3 us late).
+    if (stream->readyNs <= fake::nowNs()) stallNs = fake::idleRecordStallNs();
     event->timeNs = std::max(stream->readyNs, fake::nowNs());
   }
   ++fake::state().stats.event_records;
+  lock.unlock();
+  if (stallNs > 0) fake::sleepUntil(fake::nowNs() + stallNs);
   return CUDA_SUCCESS;
 }
 

@@ -95,6 +95,10 @@ constexpr int kDriverVersion = 13000;
 int64_t nowNs();                      // CLOCK_MONOTONIC
 void sleepUntil(int64_t deadlineNs);  // absolute CLOCK_MONOTONIC deadline
 int64_t launchLatencyNs();            // env FAKE_CUDA_LAUNCH_LATENCY_NS, default 2000
+// How long a cuEventRecord on an idle stream (the collector's GPU clock anchors) is held up after
+// stamping its event, as if preempted there (lock held): env FAKE_CUDA_IDLE_RECORD_STALL_NS
+// (default 0) for every FAKE_CUDA_IDLE_RECORD_STALL_EVERY-th such record (default 1), 0 for others.
+int64_t idleRecordStallNs();
 int deviceCount();                    // env FAKE_CUDA_DEVICE_COUNT, default 2, at most kMaxDevices
 
 inline uint64_t copyDurationNs(size_t bytes) { return 1000 + bytes / 10; }
