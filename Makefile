@@ -136,9 +136,9 @@ $(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
 # driver, whose soname is the real driver's (libcuda.so.1), so the same binary runs there. Built by
 # `make test` so that it keeps compiling.
 LAUNCH_AB := $(BUILD)/bench/launch_ab
-$(LAUNCH_AB): bench/gpu/launch_ab.cpp $(FAKE_SO)
+$(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -std=c++17 $(WARN) -I$(CUDA_HOME)/include -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
+	$(CXX) $(LDFLAGS) -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
 
 test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO) $(LAUNCH_AB)
 	$(UNIT_BIN)

@@ -79,7 +79,7 @@ struct RawCupti {
   CUptiResult (*finalize)();
   CUptiResult (*enable_ctx)(CUcontext, CUpti_ActivityKind);
   CUptiResult (*disable_ctx)(CUcontext, CUpti_ActivityKind);
-  bool kinds = false, finalize_each = false, per_ctx = false;
+  bool kinds = false, finalize_each = false, per_ctx = false, fresh_fn = false, fresh_stream = false;
   std::string attrs;
 };
 RawCupti g_cupti;
@@ -157,6 +157,8 @@ void raw_cupti_init(const std::string& attrs) {
   c.kinds = has("kinds");
   c.finalize_each = has("finalize");
   c.per_ctx = has("ctx");
+  c.fresh_fn = has("freshfn");
+  c.fresh_stream = has("freshstream");
   c.attrs = attrs;
   raw_cupti_register();
 }
@@ -197,23 +199,25 @@ int main(int argc, char** argv) {
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
   if (raw) raw_cupti_init(attrs);
-  CUmodule mod;
-  CUfunction f;
-  // The fake driver (local runs of this harness) takes its own module text instead of PTX.
-  if (cuModuleLoadData(&mod, kPtx) != CUDA_SUCCESS) CHECK(cuModuleLoadData(&mod, "kernel noop 1\n"));
-  CHECK(cuModuleGetFunction(&f, mod, "noop"));
-  std::vector<CUstream> streams(nstreams);
-  for (CUstream& s : streams) CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  // The empty kernel, from a module of its own each time. The fake driver (local runs of this
+  // harness) takes its own module text instead of PTX.
+  auto load_noop = [] {
+    CUmodule mod;
+    CUfunction fn;
+    if (cuModuleLoadData(&mod, kPtx) != CUDA_SUCCESS) CHECK(cuModuleLoadData(&mod, "kernel noop 1\n"));
+    CHECK(cuModuleGetFunction(&fn, mod, "noop"));
+    return fn;
+  };
+  auto new_streams = [&] {
+    std::vector<CUstream> ss(nstreams);
+    for (CUstream& s : ss) CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    return ss;
+  };
+  CUfunction f = load_noop();
+  std::vector<CUstream> streams = new_streams();
   // What the blocks outside windows launch (freshfn, freshstream: not what the windows saw).
-  CUfunction f_out = f;
-  std::vector<CUstream> streams_out = streams;
-  if (raw && attrs.find("freshfn") != std::string::npos) {
-    CUmodule mod2;
-    if (cuModuleLoadData(&mod2, kPtx) != CUDA_SUCCESS) CHECK(cuModuleLoadData(&mod2, "kernel noop 1\n"));
-    CHECK(cuModuleGetFunction(&f_out, mod2, "noop"));
-  }
-  if (raw && attrs.find("freshstream") != std::string::npos)
-    for (CUstream& s : streams_out) CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUfunction f_out = g_cupti.fresh_fn ? load_noop() : f;  // raw-cupti only (raw_cupti_init)
+  std::vector<CUstream> streams_out = g_cupti.fresh_stream ? new_streams() : streams;
 
   // The driver's own cuLaunchKernel (--windows direct): glibc's dlsym, looked up in libc itself
   // (the shim exports a dlsym of its own that wraps what libcuda hands out).
