@@ -1914,8 +1914,12 @@ def disk_full_is_one_warning_and_a_readable_trace(s, c):
     c.equal("without the fault: exit status", rc0, 0)
     _, j0, _, full = one_trace(s, c, d0)
     # Every launch is in the trace or counted as dropped: a collector slowed down by a sanitizer
-    # on a loaded machine may drop some (seen under TSan: 19,558 kept).
-    c.equal("without the fault: launches + dropped", full + j0["dropped_records"], n)
+    # on a loaded machine may drop some (seen under TSan: 19,558 kept). The count is of dropped
+    # records of every type (the program's other calls too: seen under TSan, 20,002 in all), so
+    # it bounds the lost launches from above.
+    dropped0 = j0["dropped_records"]
+    c.expect(full <= n and full + dropped0 >= n,
+             f"without the fault: {full} launches and {dropped0} dropped records, expected {n} in all")
     c.expect(os.path.getsize(os.path.join(d0, traces(d0)[0])) > 2 * limit, "the trace without the fault is too small")
     d = s.tmpdir("diskfull")
     interposer = os.path.join(s.build, "test", "libdisk_full.so")
