@@ -92,6 +92,7 @@ void write_process_meta(TraceWriter& w, const RankInfo& rank, const char* gpu_ti
   w.meta("cutrace_version", "0.1.0");
   w.meta("host", host_name());
   w.meta("pid", std::to_string(getpid()));
+  w.meta("ppid", std::to_string(getppid()));
   w.meta("cmdline", command_line());
   w.meta("start_realtime_ns", std::to_string(real_ns()));
   w.meta("start_monotonic_ns", std::to_string(mono_ns()));
@@ -100,6 +101,7 @@ void write_process_meta(TraceWriter& w, const RankInfo& rank, const char* gpu_ti
   w.meta("local_rank", std::to_string(rank.local_rank < 0 ? 0 : rank.local_rank));
   w.meta("world_size", std::to_string(rank.world_size < 0 ? 1 : rank.world_size));
   w.meta("launcher", rank.launcher.empty() ? "none" : rank.launcher);
+  if (const char* s = getenv("CUTRACE_SESSION"); s && *s) w.meta("session", std::string(s).substr(0, 64));  // cutrace record's run id
   int version = 0;
   const Driver& d = driver();
   if (d.cuDriverGetVersion && d.cuDriverGetVersion(&version) == CUDA_SUCCESS)

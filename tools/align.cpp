@@ -4,6 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 #include "collector/reader.h"
+#include "tools/runs.h"
 
 namespace cutrace {
 namespace {
@@ -22,11 +23,13 @@ struct RankData {
   std::unordered_map<std::string, std::vector<std::pair<uint64_t, int64_t>>> nccl;  // name -> (corr, end)
 };
 
-bool read_rank(const std::string& file, RankClock* rc, RankData* d, std::string* err) {
+bool read_rank(const std::string& file, RankClock* rc, RankData* d, std::vector<runs::Trace>* ids,
+               std::string* err) {
   TraceReader r;
   if (!r.open(file, err)) return false;
   rc->host = std::string(r.meta("host"));
   rc->rank = std::atoi(std::string(r.meta("rank")).c_str());
+  ids->push_back(runs::identify(r));
   r.read([&](const Record& rec) {
     switch (rec.type()) {
       case fmt::RecType::ClockSync: {
@@ -66,14 +69,16 @@ Alignment align_traces(const std::vector<std::string>& files) {
   Alignment a;
   a.method = "realtime";
   std::vector<RankData> data(files.size());
+  std::vector<runs::Trace> ids;
   for (size_t i = 0; i < files.size(); ++i) {
     RankClock rc;
     rc.file = files[i];
     std::string err;
-    if (read_rank(files[i], &rc, &data[i], &err)) rc.offset_ns = median(data[i].real_minus_mono);
+    if (read_rank(files[i], &rc, &data[i], &ids, &err)) rc.offset_ns = median(data[i].real_minus_mono);
     else a.errors.push_back(err);
     a.ranks.push_back(rc);
   }
+  a.mixed_runs = runs::mixed_runs(ids);
   if (files.size() < 2) return a;
   // Refinement: for each rank, the median difference between the reference rank's and its
   // ends of the same collectives (k-th occurrence of a name matches the k-th elsewhere).

@@ -25,6 +25,7 @@ struct Alignment {
   double residual_max_ns = 0;
   std::string method;            // "realtime" or "realtime+nccl"
   std::vector<std::string> errors;  // "path: reason" of each file that did not open
+  std::vector<std::string> mixed_runs;  // the files are not one run of one job (tools/runs.h)
   int64_t offset_of(const std::string& file) const;
 };
 

@@ -53,6 +53,7 @@ int run(const Options& o) {
   else ok = cutrace::export_sqlite(files, a, o.out, &err);
   auto t2 = std::chrono::steady_clock::now();
   const cutrace::exporter::ExportStats& st = cutrace::exporter::g_stats;
+  for (const std::string& w : a.mixed_runs) std::fprintf(stderr, "cutrace export: warning: %s\n", w.c_str());
   for (const std::string& w : st.warnings) std::fprintf(stderr, "cutrace export: warning: %s\n", w.c_str());
   if (!ok) {
     std::fprintf(stderr, "cutrace export: %s\n", err.empty() ? "export failed" : err.c_str());

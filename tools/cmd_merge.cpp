@@ -28,6 +28,7 @@ int run_merge(const std::string& where, bool json) {
   if (json) {
     nlohmann::json j;
     j["method"] = a.method;
+    j["mixed_runs"] = a.mixed_runs;
     j["matched_collectives"] = a.matched;
     j["residual_median_ns"] = a.residual_median_ns;
     j["residual_max_ns"] = a.residual_max_ns;
@@ -47,6 +48,7 @@ int run_merge(const std::string& where, bool json) {
            a.matched, a.residual_median_ns, a.residual_max_ns);
   else
     printf("no NCCL collectives matched: ranks aligned on their wall clocks only\n");
+  for (const std::string& m : a.mixed_runs) printf("Note: %s\n", m.c_str());
   return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,15 @@ size_t count_traces(const std::string& dir) {
   return n;
 }
 
+// 16 hex digits from std::random_device (getrandom): unique per run for all practical purposes.
+std::string new_session_id() {
+  std::random_device rd;
+  uint64_t v = (uint64_t(rd()) << 32) ^ rd();
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 int run_record(const RecordOptions& o) {
   if (o.command.empty()) {
     fprintf(stderr, "cutrace record: no command given (usage: cutrace record -o DIR -- COMMAND ...)\n");
@@ -152,6 +162,10 @@ int run_record(const RecordOptions& o) {
   }
   if (o.delay > 0) setenv("CUTRACE_DELAY", std::to_string(o.delay).c_str(), 1);
   if (o.duration > 0) setenv("CUTRACE_DURATION", std::to_string(o.duration).c_str(), 1);
+  // Every process of this run writes the id in its trace (Meta "session"), so that the tools can
+  // tell this run's traces from those of another run in the same directory (tools/runs.h). An id
+  // already set (cutrace record under cutrace record) is kept: the run is the outer one.
+  if (const char* s = getenv("CUTRACE_SESSION"); !s || !*s) setenv("CUTRACE_SESSION", new_session_id().c_str(), 1);
 
   g_child = fork();
   if (g_child < 0) {
@@ -172,6 +186,10 @@ int run_record(const RecordOptions& o) {
   }
   size_t written = count_traces(out) - before;
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
+  if (before > 0 && written > 0)
+    fprintf(stderr, "cutrace: %s also holds %zu trace file%s of earlier runs: the tools read a directory's files as "
+                    "one job (they note traces of separate runs); use a directory per run\n",
+            out.c_str(), before, before == 1 ? "" : "s");
   // With windows, a process writes a file only once one opened in it (collector.cpp, finish).
   if (written == 0 && (range != "process" || o.delay > 0)) {
     std::string how = "--capture-range " + o.capture_range;

@@ -707,6 +707,7 @@ bool SummaryModel::add(TraceReader& r) {
     }
   }
 
+  traces_.push_back(runs::identify(r));
   bool ok = r.read([&](const Record& rec) {
     switch (rec.type()) {
       case fmt::RecType::Kernel: {
@@ -1103,6 +1104,12 @@ GpuBreakdown SummaryModel::total_breakdown() const {
   return b;
 }
 
+std::vector<std::string> SummaryModel::notes() const {
+  std::vector<std::string> all = notes_;
+  for (std::string& n : runs::mixed_runs(traces_)) all.push_back(std::move(n));
+  return all;
+}
+
 uint64_t SummaryModel::dropped_records() const {
   uint64_t n = 0;
   for (const FileSummary& f : files_) n += f.dropped;
@@ -1347,7 +1354,7 @@ Json SummaryModel::to_json() const {
   j["graph_kernels"] = graph_kernels_;
   j["records"] = records_;
   j["skipped_files"] = skipped_;
-  j["notes"] = notes_;
+  j["notes"] = notes();
 
   // Added after the keys above (their positions stay).
   Json sites = Json::array();

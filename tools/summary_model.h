@@ -41,6 +41,7 @@
 #include "collector/reader.h"
 #include "tools/breakdown.h"
 #include "tools/precision.h"
+#include "tools/runs.h"
 #include "tools/stacks.h"
 
 namespace cutrace {
@@ -422,7 +423,9 @@ class SummaryModel {
   uint64_t graph_replays() const { return graph_launches_expanded_; }
   uint64_t graph_kernels() const { return graph_kernels_; }
   uint64_t skipped_files() const { return skipped_; }
-  const std::vector<std::string>& notes() const { return notes_; }
+  // What the reader should know about the figures: files skipped or sampled, and traces of
+  // more than one run (tools/runs.h).
+  std::vector<std::string> notes() const;
   // Some file's GPU times are a sample (--gpu-sample): kernels' est_ns estimate all launches.
   bool sampled() const { return sampled_; }
   // Index into files() of the slowest rank (-1 with fewer than 2 files), and why.
@@ -472,6 +475,7 @@ class SummaryModel {
   int64_t short_ns_ = 0;
   std::vector<FileSummary> files_;
   std::vector<std::string> notes_;
+  std::vector<runs::Trace> traces_;  // every file added (not skipped), for runs::mixed_runs
   bool sampled_ = false;
   uint64_t api_errors_ = 0;
   uint64_t records_ = 0;

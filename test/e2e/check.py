@@ -207,7 +207,11 @@ def check_means(c, kernels, want_ns, tolerance, s=None, trace=None):
     puts each start at or after the previous end; an overlap double-counts GPU time, a bug), and
     (2) the records whose start is certain (launch call <= 10 us and kernel started after the
     call returned: the stream was busy, so the start is the previous kernel's end) are >= 80% of
-    the name's launches and their mean is within tolerance. --strict-means turns this off."""
+    the name's launches, their median is within tolerance and their mean within twice it. (A
+    certain start does not make a certain end: a thread descheduled between the launch and its
+    end event's record stamps the event late, on the fake as on a GPU, and a few such records
+    moved k_ptds's mean of 765 certain records by +3.03% on a loaded machine, the median not.)
+    --strict-means turns this off."""
     off = {n: ns for n, ns in want_ns.items()
            if n in kernels and abs(kernels[n]["mean_ns"] - ns) > tolerance * ns}
     if not off:
@@ -230,16 +234,17 @@ def check_means(c, kernels, want_ns, tolerance, s=None, trace=None):
         sure = [r[5] - r[4] for r in mine if r[3] - r[2] <= SLOW_CALL_NS and r[4] > r[3] and r[5] >= r[4]]
         slow = [r[3] - r[2] for r in mine if r[3] - r[2] > SLOW_CALL_NS]
         mean = sum(sure) // len(sure) if sure else 0
+        median = sorted(sure)[len(sure) // 2] if sure else 0
         streams = sorted({r[1] for r in mine})
         ovl = [bad_streams[st] for st in streams if st in bad_streams]
         why = (f"{name} mean {k['mean_ns']} ns, expected {ns} ns +-{tolerance:.0%}; "
                f"{len(slow)} launch call(s) descheduled (longest {max(slow, default=0) / 1e6:.2f} ms); "
-               f"records with a certain start: {len(sure)} of {len(mine)}, mean {mean} ns")
+               f"records with a certain start: {len(sure)} of {len(mine)}, mean {mean} ns, median {median} ns")
         if ovl:
             why += (f"; {sum(n for n, _ in ovl)} record(s) overlap the previous one on their stream "
                     f"(largest overlap {max(w for _, w in ovl) / 1e6:.3f} ms)")
         ok = (not ovl and len(mine) == k["count"] and len(sure) >= 0.8 * len(mine)
-              and abs(mean - ns) <= tolerance * ns)
+              and abs(median - ns) <= tolerance * ns and abs(mean - ns) <= 2 * tolerance * ns)
         (c.notes if ok else c.errors).append(why)
 
 
@@ -1416,6 +1421,52 @@ def launcher_without_a_window_writes_no_trace(s, c):
     d = s.tmpdir("nowin-process")
     s.record(c, d, [s.prog("launch_loop"), "50"])
     c.equal("trace files in process mode", len(traces(d)), 1)
+
+
+@test
+def separate_runs_in_one_directory_are_noted(s, c):
+    """Regression (noticed in the ninth session): two `cutrace record -o DIR` runs into one
+    directory were summed up as one job's processes without a word, and two jobs' traces both
+    claimed rank 0. Each record run now gives its processes a session id (Meta "session"); the
+    summary (text, JSON, the report's dashboard), merge and export note traces of separate runs
+    and launcher ranks that appear twice, and record says the directory held earlier traces.
+    Processes of one run stay quiet."""
+    loop = s.prog("launch_loop")
+    one = s.tmpdir("runs-one")  # one run, two CUDA processes
+    p = s.record(c, one, ["sh", "-c", f"{loop} 30 & {loop} 40; wait"])
+    c.equal("one run: trace files", len(traces(one)), 2)
+    c.equal("one run: summary notes", s.summary(c, one)["notes"], [])
+    c.expect("earlier runs" not in p.stderr, f"one run: record's message: {tail(p.stderr)!r}")
+    sessions = {trace_meta(s, c, os.path.join(one, f)).get("session") for f in traces(one)}
+    c.expect(len(sessions) == 1 and re.fullmatch(r"[0-9a-f]{16}", next(iter(sessions)) or ""),
+             f"one run: session metas {sessions}")
+
+    two = s.tmpdir("runs-two")
+    s.record(c, two, [loop, "30"])
+    p = s.record(c, two, [loop, "40"])
+    c.expect("also holds 1 trace file of earlier runs" in p.stderr, f"record's message: {tail(p.stderr)!r}")
+    j = s.summary(c, two)
+    notes = [n for n in j["notes"] if "traces of 2 separate runs" in n]
+    c.expect(len(notes) == 1 and "run 1: 1 trace (pid" in notes[0] and "run 2: 1 trace (pid" in notes[0],
+             f"two runs: summary notes {j['notes']}")
+    text = s.run([s.cutrace, "summary", two])
+    c.expect("Note: traces of 2 separate runs" in text.stdout, f"summary text: {tail(text.stdout, 600)}")
+    m = s.run([s.cutrace, "merge", two])
+    c.equal("merge exit status", m.returncode, 0)
+    c.expect("Note: traces of 2 separate runs" in m.stdout, f"merge: {tail(m.stdout)}")
+    mj = s.run([s.cutrace, "merge", "--json", two])
+    c.expect(any("separate runs" in n for n in json.loads(mj.stdout).get("mixed_runs", [])), f"merge --json: {tail(mj.stdout)}")
+    out = os.path.join(s.tmpdir("runs-export"), "t.sqlite")
+    e = s.run([s.cutrace, "export", two, "--format", "sqlite", "-o", out])
+    c.equal("export exit status", e.returncode, 0)
+    c.expect("warning: traces of 2 separate runs" in e.stderr, f"export: {tail(e.stderr)}")
+
+    # Two launcher jobs (torchrun's variables) in one directory: rank 0 twice.
+    ranks = s.tmpdir("runs-ranks")
+    for _ in range(2):
+        s.record(c, ranks, [loop, "30"], extra_env={"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"})
+    notes = s.summary(c, ranks)["notes"]
+    c.expect(any(n.startswith("2 traces of rank 0 (pid ") for n in notes), f"rank twice: summary notes {notes}")
 
 
 @test
