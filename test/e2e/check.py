@@ -251,7 +251,7 @@ def check_means(c, kernels, want_ns, tolerance, s=None, trace=None):
 # ---- the scenarios ---------------------------------------------------------------------------
 
 ROUTES = {"k_direct": 7, "k_direct_ptsz": 5, "k_dlsym": 6, "k_dlsym_ex": 4, "k_proc": 8,
-          "k_proc_self": 3, "k_proc_ptsz": 2, "k_proc_ex": 9, "k_coop": 2, "CUDA graph #1": 4}
+          "k_proc_self": 3, "k_proc_ptsz": 4, "k_proc_ex": 9, "k_coop": 2, "CUDA graph #1": 4}
 
 
 @test
@@ -1647,7 +1647,9 @@ def export_sqlite_nsys_queries(s, c):
             c.equal(f"{table} rows without a launch before them", orphans, 0)
         launches = dict(q("SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
                           "ON r.correlationId = k.correlationId JOIN StringIds s ON s.id = r.nameId GROUP BY 1"))
-        c.equal("launch calls", launches, {"cuLaunchKernel": 31, "cuLaunchKernelEx": 13, "cuLaunchCooperativeKernel": 2})
+        by_call = {"cuLaunchKernel": ("k_direct", "k_direct_ptsz", "k_dlsym", "k_proc", "k_proc_self", "k_proc_ptsz"),
+                   "cuLaunchKernelEx": ("k_dlsym_ex", "k_proc_ex"), "cuLaunchCooperativeKernel": ("k_coop",)}
+        c.equal("launch calls", launches, {call: sum(ROUTES[k] for k in ks) for call, ks in by_call.items()})
         # globalPid packs the pid as nsys does; times are ns since the session start (UTC epoch).
         pids = [r[0] for r in q("SELECT DISTINCT globalPid / 0x1000000 % 0x1000000 FROM CUPTI_ACTIVITY_KIND_KERNEL")]
         c.equal("pids", pids, [pid])
@@ -2260,11 +2262,16 @@ def main():
             before = sanitizer_reports()
             c = run_test(t, s)
             crash = lsan_internal_crash(sanitizer_reports() - before)
-            if c.errors and crash:
+            reruns = 0
+            while c.errors and crash and reruns < 3:
                 # LeakSanitizer's own tracer crashed at exit (not a leak: it found nothing, it
-                # could not look) and the program exited 1: run the test once more.
+                # could not look) and the program exited 1: run the test again, up to 3 times
+                # (CI once saw it crash in a test and in its one rerun, with the same address).
+                reruns += 1
+                before = sanitizer_reports()
                 c = run_test(t, s)
-                c.notes.append(f"run again after LeakSanitizer failed internally ({crash})")
+                c.notes.append(f"run again ({reruns}) after LeakSanitizer failed internally ({crash})")
+                crash = lsan_internal_crash(sanitizer_reports() - before)
             if c.errors:
                 failed += 1
                 print(f"FAIL {t.__name__}: " + "; ".join(c.errors), flush=True)
