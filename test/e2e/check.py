@@ -1456,6 +1456,11 @@ def separate_runs_in_one_directory_are_noted(s, c):
     c.expect("Note: traces of 2 separate runs" in m.stdout, f"merge: {tail(m.stdout)}")
     mj = s.run([s.cutrace, "merge", "--json", two])
     c.expect(any("separate runs" in n for n in json.loads(mj.stdout).get("mixed_runs", [])), f"merge --json: {tail(mj.stdout)}")
+    html = os.path.join(s.tmpdir("runs-report"), "r.html")
+    r = s.run([s.cutrace, "report", two, "-o", html])
+    c.equal("report exit status", r.returncode, 0)
+    with open(html, errors="replace") as f:  # the dashboard shows the summary's notes as warnings
+        c.expect("traces of 2 separate runs" in f.read(), "the report's data has no note of the two runs")
     out = os.path.join(s.tmpdir("runs-export"), "t.sqlite")
     e = s.run([s.cutrace, "export", two, "--format", "sqlite", "-o", out])
     c.equal("export exit status", e.returncode, 0)
