@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
+#include "tools/format_util.h"  // fmt, header-only
 
 #include "collector/reader.h"
 
