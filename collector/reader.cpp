@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <iterator>
 
@@ -370,6 +371,14 @@ std::string_view TraceReader::meta(std::string_view key) const {
     if (kv.first == key) return kv.second;
   }
   return {};
+}
+
+int64_t TraceReader::meta_int(std::string_view key, int64_t fallback) const {
+  std::string v(meta(key));
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  return *end == '\0' ? x : fallback;
 }
 
 // ---- names -----------------------------------------------------------------------------------

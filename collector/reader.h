@@ -126,6 +126,8 @@ class TraceReader {
   std::string_view str(uint32_t id) const;       // "" for 0, "(unknown string)" if absent
   std::string_view api_name(uint16_t api) const;  // "(unknown api)" if absent
   std::string_view meta(std::string_view key) const;  // "" if absent
+  // A decimal Meta value (pid, rank, world_size, ...); `fallback` if absent or not a number.
+  int64_t meta_int(std::string_view key, int64_t fallback) const;
   const std::vector<std::pair<std::string, std::string>>& metas() const { return metas_; }
   const std::map<uint16_t, fmt::DeviceRec>& devices() const { return devices_; }
   const std::map<uint32_t, fmt::StreamRec>& streams() const { return streams_; }

@@ -141,9 +141,9 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
     if (f.error.empty()) f.error = "cannot be read";
   } else {
     f.host = r.meta("host");
-    f.pid = to_i64(r.meta("pid"));
-    f.start_realtime_ns = to_i64(r.meta("start_realtime_ns"));
-    f.start_monotonic_ns = to_i64(r.meta("start_monotonic_ns"));
+    f.pid = r.meta_int("pid", 0);
+    f.start_realtime_ns = r.meta_int("start_realtime_ns", 0);
+    f.start_monotonic_ns = r.meta_int("start_monotonic_ns", 0);
     if (need_end) {
       r.read([](const Record&) {});
       f.complete = r.status().complete;

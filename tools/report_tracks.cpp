@@ -2,7 +2,6 @@
 #include "tools/report_tracks.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 
 #include "collector/reader.h"
@@ -26,13 +25,6 @@ namespace {
 
 constexpr uint16_t kApiRow = 0xFFFF;  // placeholder until the thread's range depth is known
 constexpr int kBusyBins = 600;        // GPU busy counter: bins over the job's extent
-
-int64_t meta_int(const TraceReader& r, const char* key, int64_t fallback) {
-  std::string_view s = r.meta(key);
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty() ? v : fallback;
-}
 
 bool has_gpu_time(const fmt::OpCommon& op) {
   return !(op.flags & fmt::kOpNoGpuTime) && !(op.flags & fmt::kOpCaptured) && op.gpu_start > 0 &&
@@ -78,8 +70,8 @@ class Loader {
     f.info.path = r.path();
     f.info.host = std::string(r.meta("host"));
     f.info.cmdline = std::string(r.meta("cmdline"));
-    f.info.rank = meta_int(r, "rank", -1);
-    f.info.pid = meta_int(r, "pid", 0);
+    f.info.rank = r.meta_int("rank", -1);
+    f.info.pid = r.meta_int("pid", 0);
     stacks_ = StackTable();  // stack and module ids are per file
     op_stacks_.clear();
     stack_text_.clear();

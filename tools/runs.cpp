@@ -12,14 +12,6 @@
 namespace cutrace::runs {
 namespace {
 
-int64_t to_i64(std::string_view v, int64_t fallback) {
-  if (v.empty()) return fallback;
-  std::string s(v);
-  char* end = nullptr;
-  long long x = std::strtoll(s.c_str(), &end, 10);
-  return *end == '\0' ? x : fallback;
-}
-
 bool has_launcher_rank(const Trace& t) {
   return !t.launcher.empty() && t.launcher != "none" && t.rank >= 0;
 }
@@ -57,11 +49,11 @@ Trace identify(const TraceReader& r) {
   t.host = std::string(r.meta("host"));
   t.launcher = std::string(r.meta("launcher"));
   t.session = std::string(r.meta("session"));
-  t.pid = to_i64(r.meta("pid"), 0);
-  t.ppid = to_i64(r.meta("ppid"), 0);
-  t.rank = to_i64(r.meta("rank"), -1);
-  t.world_size = to_i64(r.meta("world_size"), -1);
-  t.start_realtime_ns = to_i64(r.meta("start_realtime_ns"), 0);
+  t.pid = r.meta_int("pid", 0);
+  t.ppid = r.meta_int("ppid", 0);
+  t.rank = r.meta_int("rank", -1);
+  t.world_size = r.meta_int("world_size", -1);
+  t.start_realtime_ns = r.meta_int("start_realtime_ns", 0);
   return t;
 }
 

@@ -27,14 +27,6 @@ bool timed(int64_t gpu_start, int64_t gpu_end) {
   return gpu_start != 0 && gpu_end != 0 && gpu_end >= gpu_start;
 }
 
-int64_t meta_int(const TraceReader& r, std::string_view key, int64_t fallback) {
-  std::string v(r.meta(key));
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  return *end == '\0' ? x : fallback;
-}
-
 // Meta gpu_sample: the fraction of the time GPU times were taken in (--gpu-sample); 1 without.
 double meta_gpu_sample(const TraceReader& r) {
   std::string v(r.meta("gpu_sample"));
@@ -677,7 +669,7 @@ bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) 
 }
 
 bool SummaryModel::add(TraceReader& r) {
-  if (opt_.rank && meta_int(r, "rank", -1) != *opt_.rank) {
+  if (opt_.rank && r.meta_int("rank", -1) != *opt_.rank) {
     ++skipped_;
     return true;
   }
@@ -988,10 +980,10 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.file = r.path();
   f.host = r.meta("host");
   f.cmdline = r.meta("cmdline");
-  f.rank = meta_int(r, "rank", -1);
-  f.pid = meta_int(r, "pid", 0);
-  f.local_rank = meta_int(r, "local_rank", -1);
-  f.world_size = meta_int(r, "world_size", -1);
+  f.rank = r.meta_int("rank", -1);
+  f.pid = r.meta_int("pid", 0);
+  f.local_rank = r.meta_int("local_rank", -1);
+  f.world_size = r.meta_int("world_size", -1);
   f.version = std::to_string(r.version_major()) + "." + std::to_string(r.version_minor());
   for (const auto& [id, d] : r.devices()) {
     f.devices.push_back({d.device, std::string(r.str(d.name_id)), d.cc_major, d.cc_minor,
@@ -1000,10 +992,10 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.status = r.status();
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);
   f.read_error = !read_ok;
-  f.exit_status = meta_int(r, "exit_status", -1);
+  f.exit_status = r.meta_int("exit_status", -1);
   f.gpu_timing = r.meta("gpu_timing");
   f.gpu_sample = meta_gpu_sample(r);
-  f.gpu_sample_period_ns = meta_int(r, "gpu_sample_period_ns", 0);
+  f.gpu_sample_period_ns = r.meta_int("gpu_sample_period_ns", 0);
   return f;
 }
 
