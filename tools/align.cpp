@@ -27,9 +27,10 @@ bool read_rank(const std::string& file, RankClock* rc, RankData* d, std::vector<
                std::string* err) {
   TraceReader r;
   if (!r.open(file, err)) return false;
-  rc->host = std::string(r.meta("host"));
-  rc->rank = std::atoi(std::string(r.meta("rank")).c_str());
-  ids->push_back(runs::identify(r));
+  runs::Trace id = runs::identify(r);
+  rc->host = id.host;
+  rc->rank = int(std::max<int64_t>(id.rank, 0));  // as written: a trace without a rank is rank 0
+  ids->push_back(std::move(id));
   r.read([&](const Record& rec) {
     switch (rec.type()) {
       case fmt::RecType::ClockSync: {

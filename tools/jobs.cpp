@@ -140,9 +140,7 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
   if (!r.open(path, &f.error)) {
     if (f.error.empty()) f.error = "cannot be read";
   } else {
-    f.host = r.meta("host");
-    f.pid = r.meta_int("pid", 0);
-    f.start_realtime_ns = r.meta_int("start_realtime_ns", 0);
+    f.id = runs::identify(r);
     f.start_monotonic_ns = r.meta_int("start_monotonic_ns", 0);
     if (need_end) {
       r.read([](const Record&) {});
@@ -181,6 +179,7 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
   job->path = dir;
   bool any = false, running = false, failed = false, stopped = false;
   std::set<std::string> hosts;
+  std::vector<runs::Trace> ids;
   for (const std::string& name : names) {
     std::string path = dir + "/" + name;
     struct stat st {};
@@ -202,14 +201,15 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
     if (!f.error.empty()) {
       job->problems.push_back(name + ": " + f.error);
       s = now_realtime_ns() - mt < running_grace_ns ? Status::Running : Status::Stopped;
-    } else if (f.host == hostname_ && process_alive(f.pid, f.start_monotonic_ns)) {
+    } else if (f.id.host == hostname_ && process_alive(f.id.pid, f.start_monotonic_ns)) {
       s = Status::Running;  // no need to read the whole file
     } else {
       f = facts(path, uint64_t(st.st_size), mt, true);
       s = file_status(path, f, mt);
     }
-    if (!f.host.empty()) hosts.insert(f.host);
-    int64_t created = f.start_realtime_ns > 0 ? f.start_realtime_ns : mt;
+    if (f.error.empty()) ids.push_back(f.id);
+    if (!f.id.host.empty()) hosts.insert(f.id.host);
+    int64_t created = f.id.start_realtime_ns > 0 ? f.id.start_realtime_ns : mt;
     if (job->created_ns == 0 || created < job->created_ns) job->created_ns = created;
     running |= s == Status::Running;
     failed |= s == Status::Failed;
@@ -221,6 +221,7 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
                 : stopped ? Status::Stopped
                           : Status::Completed;
   job->hosts.assign(hosts.begin(), hosts.end());
+  job->notes = runs::mixed_runs(ids);
   return true;
 }
 

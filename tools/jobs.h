@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/runs.h"
+
 namespace cutrace::jobs {
 
 enum class Status { Running, Completed, Failed, Stopped };
@@ -33,6 +35,7 @@ struct Job {
   uint64_t size_bytes = 0;
   std::vector<std::string> hosts;
   std::vector<std::string> problems;  // ranks that could not be read: "file: reason"
+  std::vector<std::string> notes;     // runs::mixed_runs: the directory holds separate runs
 };
 
 struct Filter {
@@ -48,9 +51,7 @@ struct FileFacts {
   bool complete = false;
   uint32_t end_flags = 0;
   int exit_status = -1;  // meta exit_status; -1: not recorded
-  std::string host;
-  int64_t pid = 0;
-  int64_t start_realtime_ns = 0;
+  runs::Trace id;        // host, pid, start time, and what tells runs apart
   int64_t start_monotonic_ns = 0;
   std::string error;  // could not be opened
 };

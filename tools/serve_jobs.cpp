@@ -24,6 +24,7 @@ json job_json(const jobs::Job& j, bool loaded) {
               {"size_bytes", j.size_bytes},
               {"hosts", j.hosts},
               {"problems", j.problems},
+              {"notes", j.notes},
               {"loaded", loaded}};
 }
 

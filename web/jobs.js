@@ -89,6 +89,14 @@ function row(job) {
   badge.textContent = job.status;
   st.appendChild(badge);
   if (job.problems.length) st.title = job.problems.join("\n");
+  if (job.notes && job.notes.length) {
+    // The directory holds traces of separate runs, which the report adds up as one job's.
+    const mixed = document.createElement("span");
+    mixed.className = "mixed";
+    mixed.textContent = "mixed runs";
+    mixed.title = job.notes.join("\n");
+    st.appendChild(mixed);
+  }
   tr.appendChild(st);
   tr.appendChild(cell(String(job.ranks), "num ranks"));
   tr.appendChild(cell(humanBytes(job.size_bytes), "num size"));

@@ -159,6 +159,26 @@ def serve_binds_loopback_and_lists_jobs(s, c):
 
 
 @test
+def serve_job_list_notes_separate_runs(s, c):
+    """Regression (tenth session): a directory holding two `cutrace record -o DIR` runs was listed
+    as one job with no word of it, while the summary and the report noted the separate runs. The
+    job list now carries the same notes (and the page marks the job "mixed runs"); one run with
+    two CUDA processes has none."""
+    root = s.tmpdir("serve-runs")
+    loop = s.prog("launch_loop")
+    s.record(c, os.path.join(root, "one"), ["sh", "-c", f"{loop} 30 & {loop} 40; wait"])
+    for n in ("30", "40"):
+        s.record(c, os.path.join(root, "two"), [loop, n])
+    with Server(s, c, root) as srv:
+        jobs = jobs_by_name(srv)
+        c.equal("job names", sorted(jobs), ["one", "two"])
+        c.equal("one: ranks", jobs.get("one", {}).get("ranks"), 2)
+        c.equal("one: notes", jobs.get("one", {}).get("notes"), [])
+        notes = jobs.get("two", {}).get("notes", [])
+        c.expect(len(notes) == 1 and notes[0].startswith("traces of 2 separate runs"), f"two: notes {notes}")
+
+
+@test
 def serve_job_status_from_files(s, c):
     """running: a traced process still alive; completed: clean End; failed: End written from a
     signal handler (SIGTERM); stopped: no End and the process gone (SIGKILL), file not touched

@@ -44,7 +44,7 @@ enum class Ending { Clean, Signal, None, Exit1 };
 
 // One rank file as the collector writes it: metadata, one kernel name, then an End (or none).
 void write_trace(const std::string& path, Ending end, const std::string& host, int64_t pid,
-                 int64_t start_realtime_ns, int64_t start_mono_ns = 1) {
+                 int64_t start_realtime_ns, int64_t start_mono_ns = 1, const std::string& session = "") {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   TraceWriter w;
   std::string err;
@@ -53,6 +53,7 @@ void write_trace(const std::string& path, Ending end, const std::string& host, i
   w.meta("pid", std::to_string(pid));
   w.meta("start_realtime_ns", std::to_string(start_realtime_ns));
   w.meta("start_monotonic_ns", std::to_string(start_mono_ns));
+  if (!session.empty()) w.meta("session", session);
   w.intern("k_step");
   if (end == Ending::Clean) w.meta("exit_status", "0");
   if (end == Ending::Exit1) w.meta("exit_status", "1");  // as the collector writes it, at the end
@@ -259,4 +260,33 @@ TEST_CASE("jobs: the filter matches name substrings without case, statuses and a
   CHECK(jobs::parse_status("stopped", &s));
   CHECK(s == jobs::Status::Stopped);
   CHECK_FALSE(jobs::parse_status("Stopped;rm -rf /", &s));
+}
+
+// Two `cutrace record -o DIR` runs into one directory were listed as one job with no word of it
+// (the summary and report said so; the job list did not).
+TEST_CASE("jobs: a directory holding separate runs carries the note, one run none") {
+  JobsTempDir root;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  // One run, two CUDA processes of it (same session): no note.
+  write_trace(root.path + "/one/h.rank0.pid1.cutrace", Ending::Clean, "h", dead_pid(), t0, 1, "aaaa");
+  write_trace(root.path + "/one/h.rank0.pid2.cutrace", Ending::Clean, "h", dead_pid(), t0 + 5, 1, "aaaa");
+  // Two runs.
+  write_trace(root.path + "/two/h.rank0.pid3.cutrace", Ending::Clean, "h", dead_pid(), t0, 1, "aaaa");
+  write_trace(root.path + "/two/h.rank0.pid4.cutrace", Ending::Clean, "h", dead_pid(), t0 + 60, 1, "bbbb");
+
+  jobs::Scanner sc;
+  std::string err;
+  REQUIRE_MESSAGE(sc.open(root.path, &err), err);
+  std::vector<jobs::Job> all = sc.scan();
+  const jobs::Job* one = by_name(all, "one");
+  const jobs::Job* two = by_name(all, "two");
+  REQUIRE(one);
+  REQUIRE(two);
+  CHECK(one->notes.empty());
+  REQUIRE(two->notes.size() == 1);
+  CHECK(two->notes[0].find("2 separate runs") != std::string::npos);
+  // find() re-reads the directory: the same note.
+  jobs::Job again;
+  REQUIRE(sc.find(two->id, &again));
+  CHECK(again.notes == two->notes);
 }

@@ -187,3 +187,17 @@ test('large job: zooming in fetches a finer timeline piece', async () => {
   assert.equal(items.name, 'k_fault');
   assert.deepEqual(errors, []);
 });
+
+// Runs last: it adds a fifth job. Two `cutrace record` runs into one directory: the list marks the
+// job "mixed runs", with the server's note as the tooltip; a job of one run has no mark.
+test('job list: a directory holding two runs is marked mixed runs', async () => {
+  record('mixed', [prog('fault_app'), 'exit', '20']);
+  record('mixed', [prog('fault_app'), 'exit', '30']);
+  await openList();
+  await until(() => document.querySelectorAll('#jobs tbody tr').length === 5);
+  const mark = row('mixed').locator('.mixed');
+  assert.equal(await mark.textContent(), 'mixed runs');
+  assert.match(await mark.getAttribute('title'), /^traces of 2 separate runs/);
+  assert.equal(await row('alpha').locator('.mixed').count(), 0);
+  assert.deepEqual(errors, []);
+});
