@@ -146,8 +146,7 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
       r.read([](const Record&) {});
       f.complete = r.status().complete;
       f.end_flags = r.status().end.flags;
-      std::string_view st = r.meta("exit_status");  // written at the end: known after the read
-      if (!st.empty()) f.exit_status = int(to_i64(st));
+      f.exit_status = int(r.meta_int("exit_status", -1));  // written at the end: known after the read
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
