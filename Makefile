@@ -114,13 +114,16 @@ $(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
 
 # The unit tests link the tools library, the shim's call-stack capture (collector/stacks.cpp) and
 # the GPU-timing sample schedule (collector/gpu_sample.cpp).
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp) $(TOOLS_A) $(FORMAT_A)
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp shim/record_buffer.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 
 $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $< -L$(BUILD)/test/fake_cuda -lcuda -ldl -lpthread -Wl,-rpath-link,$(BUILD)/test/fake_cuda
+
+# hot_path counts the allocations of every library in the process: its malloc must be exported.
+$(BUILD)/test/e2e/hot_path: LDFLAGS += -rdynamic
 
 $(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,7 @@
 #include "collector/collector.h"
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 #include <algorithm>
@@ -24,6 +26,8 @@
 #include "shim/binding.h"
 #include "shim/config.h"
 #include "shim/driver.h"
+#include "shim/raw_pack.h"
+#include "shim/record_buffer.h"
 #include "shim/thread_state.h"
 #include "shim/ticks.h"
 
@@ -37,20 +41,22 @@ constexpr int64_t kCycleNs = 1000000;        // drain and poll every 1 ms
 constexpr int64_t kFlushNs = 1000000000;     // write a block at least once a second
 constexpr int64_t kClockNs = 100000000;      // tick-rate and GPU anchors every 100 ms
 constexpr int64_t kExitWaitNs = 10000000000; // at exit, wait up to 10 s for GPU work to finish
-// Memory bounds: a drain round takes at most kDrainChunk records from each ring (so the batch
-// holds at most threads x 256 records, ~43 KB a thread, not whole rings); one drain() takes at
-// most a ring's capacity from each ring, so it ends even when producers keep up with it.
+// A drain round takes at most kDrainChunk records from each thread (so the batch holds at most
+// threads x 256 records, not whole backlogs); one drain() takes at most kDrainRounds rounds, then
+// the cycle finalises operations and does its periodic work, so neither waits on the other long.
 constexpr size_t kDrainChunk = 256;
-constexpr int kDrainRounds = int(kRingSlots / kDrainChunk);
+constexpr int kDrainRounds = 64;
 // Operations waiting for their GPU times (~230 bytes each) are normally kept 200 ms after their
 // launch (OpResolver::poll's grace period, for threads that publish late). Past this many, the
-// finished ones are written at once, without the grace period: what stays pending is then work
-// the GPU has not finished, which the driver's launch queues bound.
-constexpr size_t kMaxPendingOps = 32768;
+// grace period shrinks and draining waits for poll: the records stay in the threads' chunks,
+// within the buffer budget, instead of in the collector's unbounded memory.
+constexpr size_t kMaxPendingOps = 65536;
+// At exit, how long calls already being recorded get to publish their records.
+constexpr int64_t kQuiesceNs = 100000000;
 
 struct Drained {
   RawRecord r;
-  ThreadState* owner;
+  ThreadState* owner = nullptr;
   std::string name;  // annotation names copied by the owner (kRawNameSlot)
   uint32_t stack = 0;  // interned call stack (kRawStackSlot), 0 = none
 };
@@ -76,6 +82,9 @@ std::atomic<int> g_fatal_signal{0};
 // as on_exit() hands it over; -1 before, or when the process ends another way.
 std::atomic<int> g_exit_status{-1};
 std::atomic<bool> g_signal_flushed{false};
+// When capture ended for good (exit, fatal signal): read just before capture goes off, so that a
+// call that returned before it was seen with capture on (recorded or counted).
+std::atomic<int64_t> g_capture_end_ns{0};
 
 class Collector {
  public:
@@ -91,8 +100,14 @@ class Collector {
   static void* thread_main(void* self);
   void run();
   void cycle(int64_t now);
-  void drain();
+  void drain(bool all = false);  // all: until every published record is read (exit)
   size_t drain_round();  // one bounded round of drain(); returns the records taken
+  size_t read_records(ThreadState* s, size_t limit, uint64_t horizon);
+  bool scan_ahead(ThreadState* s, size_t limit, uint64_t* t0);
+  bool fully_read(ThreadState* s);
+  void report_losses(ThreadState* s);
+  void write_loss(uint32_t tid, fmt::LossReason why, int64_t begin, int64_t end, const uint64_t* by_raw_kind);
+  void quiesce(int64_t end_ns);  // exit: capture off, calls in progress published or counted
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
   void handle_annotation(const Drained& d, int64_t ts);
@@ -121,8 +136,10 @@ class Collector {
   std::string path_;
   pthread_t thread_{};
   std::vector<Drained> batch_;
+  std::vector<uint32_t> order_;  // batch_ indices in call order
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
+  uint64_t records_read_ = 0;  // records the threads published (Context records not counted)
   uint64_t stacks_lost_ = 0;  // call stacks not recorded: a thread's stack ring was full
   int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
 
@@ -198,6 +215,12 @@ bool Collector::start() {
     log_warn("%s; capture disabled, the program continues", err.c_str());
     return false;
   }
+  if (!chunk_pool().ready() && !chunk_pool().init(cfg.buffer_mb << 20)) {
+    log_warn("cannot reserve %zu MB of address space for the capture buffer; capture disabled, the program continues",
+             cfg.buffer_mb);
+    return false;
+  }
+  chunk_pool().prefault();
   RankInfo rank = detect_rank();
   std::string base = trace_path(cfg.out_dir, rank);
   path_ = base;
@@ -326,6 +349,7 @@ void Collector::cycle(int64_t now) {
     cupti_idle(settled, now);
   }
   refill_pools();
+  chunk_pool().prefault();
   periodic(now);
   serve_requests();
 }
@@ -409,15 +433,55 @@ void Collector::wait_gpu(int64_t wait_ns) {
   }
 }
 
+// Makes every thread's earlier stores visible to this one (see enter_record in shim/op.h).
+void heavy_barrier() {
+  static const int mode = [] {
+    if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) return 1;
+    long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return q > 0 && (q & MEMBARRIER_CMD_GLOBAL) ? 2 : 0;
+  }();
+  if (mode == 1 && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  if (mode == 2 && syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+  // No membarrier (an old kernel, a seccomp filter): a store buffer drains in microseconds.
+  struct timespec ts = {0, 10000000};
+  nanosleep(&ts, nullptr);
+}
+
+void Collector::quiesce(int64_t end_ns) {
+  g_capture_on.store(false, std::memory_order_seq_cst);
+  heavy_barrier();
+  int64_t deadline = mono_ns() + kQuiesceNs;
+  for (;;) {
+    bool busy = false;
+    for (ThreadState* s = registry_head(); s && !busy; s = s->next.load(std::memory_order_acquire))
+      busy = s->busy.load(std::memory_order_acquire) != 0;
+    if (!busy || mono_ns() >= deadline) break;
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, nullptr);
+  }
+  drain(/*all=*/true);
+  // Calls still in progress (a thread blocked in a synchronisation, or the one a signal stopped).
+  for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire)) {
+    uint8_t k = s->busy.load(std::memory_order_acquire);
+    if (!k || k >= kRawKinds) continue;
+    uint64_t by[kRawKinds] = {};
+    by[k] = 1;
+    write_loss(s->tid, fmt::LossReason::Exit, end_ns, end_ns, by);
+  }
+}
+
 void Collector::finish(uint32_t flags, int64_t wait_ns) {
   if (finished_) return;
   finished_ = true;
-  drain();
+  int64_t end_ns = g_capture_end_ns.load();
+  if (!end_ns) g_capture_end_ns.store(end_ns = mono_ns());
+  quiesce(end_ns);
+  w_.meta("capture_end_ns", std::to_string(end_ns));
   // A context first seen after its window closed: its anchor now, once the job's work is done.
   gpu_.anchor_new();
   wait_gpu(wait_ns);
   if (g_timing == GpuTiming::Cupti) cupti_stop();
-  drain();  // records published meanwhile, dropped counts
+  drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
   wait_gpu(wait_ns / 10);
   ops_.abandon(nullptr);
   ranges_.finish();
@@ -440,6 +504,18 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("gpu_times_missing", std::to_string(n));
     log_info("%llu GPU operations written without GPU times (see gpu_times_missing in FORMAT.md)",
              (unsigned long long)n);
+  }
+  ChunkPool& pool = chunk_pool();
+  w_.meta("buffer_budget_bytes", std::to_string(pool.capacity_bytes()));
+  w_.meta("buffer_peak_bytes", std::to_string(size_t(pool.peak_in_use()) * kChunkBytes));
+  w_.meta("records_captured", std::to_string(records_read_));
+  if (dropped_total_) {
+    uint64_t issued = records_read_ + dropped_total_;
+    // `cutrace record` prints the same per rank (CUTRACE_SESSION is set by it).
+    if (!getenv("CUTRACE_SESSION"))
+      log_warn("%llu of %llu records dropped (%.1f%%): buffer budget %zu MB reached; raise CUTRACE_BUFFER_MB",
+               (unsigned long long)dropped_total_, (unsigned long long)issued,
+               100.0 * double(dropped_total_) / double(issued), pool.capacity_bytes() >> 20);
   }
   if (stacks_lost_) {
     w_.meta("stacks_lost", std::to_string(stacks_lost_));
@@ -524,56 +600,181 @@ void Collector::control(int64_t now) {
 }
 
 // ---- draining ---------------------------------------------------------------------------
-void Collector::drain() {
-  for (int i = 0; i < kDrainRounds && drain_round() > 0; ++i) {
-    if (ops_.pending() > kMaxPendingOps) ops_.poll(/*all=*/true);
+void Collector::drain(bool all) {
+  for (int i = 0; all || i < kDrainRounds; ++i) {
+    if (ops_.pending() > kMaxPendingOps) {
+      // Finished operations first; what the GPU has not done yet waits in the threads' chunks.
+      ops_.poll(/*all=*/false, /*grace_ns=*/20000000);
+      if (!all && ops_.pending() > kMaxPendingOps) return;
+    }
+    if (drain_round() == 0) return;
   }
 }
 
-size_t Collector::drain_round() {
-  batch_.clear();
-  stacks_.modules().new_cycle();
-  ThreadState* prev = nullptr;
-  for (ThreadState* s = registry_head(); s;) {
-    ThreadState* next = s->next.load(std::memory_order_acquire);
-    bool retired = s->retired.load(std::memory_order_acquire);
-    auto* names = s->names.load(std::memory_order_acquire);
-    for (size_t taken = 0; taken < kDrainChunk; ++taken) {
-      const RawRecord* r = s->ring.peek();
-      if (!r) break;
-      batch_.push_back({*r, s, {}});
-      if ((r->flags & kRawNameSlot) && names) {
-        if (const NameSlot* n = names->peek()) {
-          batch_.back().name.assign(n->text, n->len);
-          names->pop();
-        }
+// Maps the shim's record kinds to the trace's LossKind.
+uint8_t loss_kind(uint8_t raw) {
+  switch (RawKind(raw)) {
+    case RawKind::Kernel: return fmt::kLossKernel;
+    case RawKind::Memcpy: return fmt::kLossMemcpy;
+    case RawKind::Memset: return fmt::kLossMemset;
+    case RawKind::Sync:
+    case RawKind::StreamWait: return fmt::kLossSync;
+    case RawKind::Memory: return fmt::kLossMemory;
+    case RawKind::EventRecord: return fmt::kLossApi;
+    case RawKind::RangePush:
+    case RawKind::RangeStart: return fmt::kLossRangeBegin;
+    case RawKind::RangePop:
+    case RawKind::RangeEnd: return fmt::kLossRangeEnd;
+    case RawKind::Mark: return fmt::kLossMark;
+    default: return fmt::kLossOther;
+  }
+}
+
+void Collector::write_loss(uint32_t tid, fmt::LossReason why, int64_t begin, int64_t end,
+                           const uint64_t* by_raw_kind) {
+  fmt::LossRec l{};
+  l.begin_ns = begin, l.end_ns = end, l.tid = tid, l.reason = uint8_t(why);
+  uint64_t total = 0;
+  for (int k = 0; k < kRawKinds; ++k) {
+    l.count[loss_kind(uint8_t(k))] += by_raw_kind[k];
+    total += by_raw_kind[k];
+  }
+  if (!total) return;
+  w_.add(l, fmt::RecType::Loss);
+  dropped_total_ += total;
+}
+
+void Collector::report_losses(ThreadState* s) {
+  uint64_t delta[kRawKinds];
+  bool any = false;
+  for (int k = 0; k < kRawKinds; ++k) {
+    uint64_t c = s->lost.count[k].load(std::memory_order_acquire);
+    delta[k] = c - s->lost_reported[k];
+    s->lost_reported[k] = c;
+    any |= delta[k] != 0;
+  }
+  if (!any) return;
+  // A loss between these loads and clearing `open` is counted in the next report, whose interval
+  // then begins at its last loss: intervals may start late by one report, never miss a count.
+  uint64_t first = s->lost.first.load(std::memory_order_relaxed);
+  uint64_t last = s->lost.last.load(std::memory_order_relaxed);
+  s->lost.open.store(false, std::memory_order_relaxed);
+  int64_t b = clock_.to_ns(first), e = clock_.to_ns(last);
+  write_loss(s->tid, fmt::LossReason::Budget, std::min(b, e), e, delta);
+}
+
+// Whether `s` has at least `limit` unread records; `t0` receives the ticks of the limit-th.
+bool Collector::scan_ahead(ThreadState* s, size_t limit, uint64_t* t0) {
+  if (!s->rd) s->rd = s->first_chunk.load(std::memory_order_acquire), s->rpos = 0;
+  const Chunk* c = s->rd;
+  uint32_t pos = s->rpos;
+  size_t n = 0;
+  while (c) {
+    uint32_t end = c->committed.load(std::memory_order_acquire);
+    while (pos < end) {
+      const uint8_t* p = c->data + pos;
+      pos += packed_size(p);
+      if (++n == limit) {
+        std::memcpy(t0, p + sizeof(PackedHead), sizeof *t0);
+        return true;
       }
-      if ((r->flags & kRawStackSlot) && s->stacks) {
+    }
+    uint32_t next = c->next.load(std::memory_order_acquire);
+    if (!next || pos < c->committed.load(std::memory_order_acquire)) return false;
+    c = chunk_pool().at(next - 1);
+    pos = 0;
+  }
+  return false;
+}
+
+// Reads up to `limit` records of `s` whose call began by `horizon` (ticks) into the batch, giving
+// drained chunks back to the pool.
+size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
+  ChunkPool& pool = chunk_pool();
+  if (!s->rd) {
+    s->rd = s->first_chunk.load(std::memory_order_acquire);
+    s->rpos = 0;
+    if (!s->rd) return 0;
+  }
+  size_t taken = 0;
+  uint32_t end = s->rd->committed.load(std::memory_order_acquire);
+  while (taken < limit) {
+    if (s->rpos < end) {
+      const uint8_t* p = s->rd->data + s->rpos;
+      uint64_t t0;
+      std::memcpy(&t0, p + sizeof(PackedHead), sizeof t0);
+      if (int64_t(t0 - horizon) > 0 && t0 != 0) break;  // Context records (t0 0) go with the next
+      s->rpos += packed_size(p);
+      batch_.emplace_back();
+      Drained& d = batch_.back();
+      unpack(p, &d.r, &d.name);
+      if (d.r.kind == RawKind::Context) {
+        s->rd_ctx = d.r.ctx;
+        batch_.pop_back();
+        continue;
+      }
+      if (d.r.kind <= RawKind::StreamWait) d.r.ctx = s->rd_ctx;
+      d.r.corr = (uint64_t(s->index) << 40) | ++s->seq;
+      d.owner = s;
+      if ((d.r.flags & kRawStackSlot) && s->stacks) {
         if (const StackSlot* st = s->stacks->peek()) {
-          batch_.back().stack = stacks_.intern(st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); });
+          d.stack = stacks_.intern(st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); });
           s->stacks->pop();
         }
       }
       ++s->pending_refs;
-      s->ring.pop();
+      ++taken;
+      continue;
     }
-    uint64_t dropped = s->dropped.load(std::memory_order_relaxed);
-    if (dropped > s->dropped_reported) {
-      fmt::DroppedRec dr{};
-      dr.ts = mono_ns(), dr.tid = s->tid, dr.count = dropped - s->dropped_reported;
-      w_.add(dr, fmt::RecType::Dropped);
-      dropped_total_ += dr.count;
-      s->dropped_reported = dropped;
-    }
+    if (s->rpos < (end = s->rd->committed.load(std::memory_order_acquire))) continue;
+    uint32_t next = s->rd->next.load(std::memory_order_acquire);
+    if (!next) break;
+    if (s->rpos < (end = s->rd->committed.load(std::memory_order_acquire))) continue;  // published before the link
+    Chunk* done = s->rd;
+    s->rd = pool.at(next - 1);
+    s->rpos = 0;
+    end = s->rd->committed.load(std::memory_order_acquire);
+    pool.give(done);
+  }
+  records_read_ += taken;
+  return taken;
+}
+
+// Nothing published is left unread (the owner has exited: nothing more will be).
+bool Collector::fully_read(ThreadState* s) {
+  if (!s->rd) s->rd = s->first_chunk.load(std::memory_order_acquire), s->rpos = 0;
+  return !s->rd || (s->rd->next.load(std::memory_order_acquire) == 0 &&
+                    s->rpos >= s->rd->committed.load(std::memory_order_acquire));
+}
+
+// One round: at most kDrainChunk records of each thread, and none past the time by which every
+// thread with a backlog has kDrainChunk records, so that rounds hand the records of all threads
+// over in time order (a thread far behind the others would otherwise send its old operations
+// after the newer ones of the streams it shares with them).
+size_t Collector::drain_round() {
+  batch_.clear();
+  stacks_.modules().new_cycle();
+  uint64_t horizon = 0;
+  bool bounded = false;
+  for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire)) {
+    uint64_t t0;
+    if (scan_ahead(s, kDrainChunk, &t0) && (!bounded || int64_t(t0 - horizon) < 0)) horizon = t0, bounded = true;
+  }
+  ThreadState* prev = nullptr;
+  for (ThreadState* s = registry_head(); s;) {
+    ThreadState* next = s->next.load(std::memory_order_acquire);
+    bool retired = s->retired.load(std::memory_order_acquire);
+    read_records(s, kDrainChunk, bounded ? horizon : ticks() + (uint64_t(1) << 62));
+    report_losses(s);
     uint64_t lost = s->stacks_lost.load(std::memory_order_relaxed);
     stacks_lost_ += lost - s->stacks_lost_reported;
     s->stacks_lost_reported = lost;
-    if (retired && s->pending_refs == 0 && registry_unlink(prev, s)) {
+    if (retired && s->pending_refs == 0 && fully_read(s) && registry_unlink(prev, s)) {
       for (EventPool& p : s->pools) {
         CUevent e;
         while (p.free.pop(&e)) driver().cuEventDestroy(e);
       }
-      delete s->names.load(std::memory_order_acquire);
+      if (s->rd) chunk_pool().give(s->rd);
       delete s->stacks;
       delete s;
     } else {
@@ -581,9 +782,12 @@ size_t Collector::drain_round() {
     }
     s = next;
   }
-  std::stable_sort(batch_.begin(), batch_.end(),
-                   [](const Drained& a, const Drained& b) { return int64_t(a.r.t0 - b.r.t0) < 0; });
-  for (const Drained& d : batch_) handle(d);
+  // In call order across threads: each thread's records are in order already, so sort indices.
+  order_.resize(batch_.size());
+  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  auto by_t0 = [&](uint32_t a, uint32_t b) { return int64_t(batch_[a].r.t0 - batch_[b].r.t0) < 0; };
+  if (!std::is_sorted(order_.begin(), order_.end(), by_t0)) std::stable_sort(order_.begin(), order_.end(), by_t0);
+  for (uint32_t i : order_) handle(batch_[i]);
   return batch_.size();
 }
 
@@ -794,6 +998,7 @@ void Collector::handle(const Drained& d) {
     case RawKind::Window:
       window_edge(fmt::WindowEdge(r.sub), t0, r.nvtx.name ? r.nvtx.name : "api");
       break;
+    case RawKind::Context: break;  // consumed by read_records
   }
   --d.owner->pending_refs;
 }
@@ -835,7 +1040,8 @@ void collector_forget_context(CUcontext ctx) {
 void collector_shutdown(uint32_t end_flags) {
   int expected = kRunning;
   if (!g_state.compare_exchange_strong(expected, kStopped)) return;
-  g_capture_on.store(false, std::memory_order_relaxed);
+  g_capture_end_ns.store(mono_ns());
+  g_capture_on.store(false, std::memory_order_seq_cst);
   g_col->shutdown(end_flags);
 }
 
@@ -863,6 +1069,7 @@ void collector_after_fork_child() {
   g_exit_status.store(-1);
   g_signal_flushed.store(false);
   registry_reset_after_fork();
+  chunk_pool().abandon();  // the parent's threads' chunks: mapped, never used here
   g_capture_on.store(config().enabled, std::memory_order_relaxed);
 }
 

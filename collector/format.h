@@ -76,7 +76,8 @@ enum class RecType : uint16_t {
   Window = 32,
   End = 33,
   KernelConfig = 34,  // 2.x: a kernel launch configuration, written once per file (packed blocks)
-  // 35-39: reserved
+  Loss = 35,      // 2.x: records not captured on one thread in an interval, by kind (LossRec)
+  // 36-39: reserved
   Module = 40,    // a loaded ELF object that backtrace frames point into
   Stack = 41,     // an interned call stack: frames as (module, offset)
   OpStack = 42,   // links an operation (by corr) to the call stack that issued it
@@ -398,6 +399,39 @@ struct DroppedRec {
 };
 static_assert(sizeof(DroppedRec) == 28);
 
+// What a LossRec counts: the records of the trace that are missing, by the record they would be.
+enum LossKind : uint8_t {
+  kLossKernel = 0,      // Kernel records (launches, graph replays)
+  kLossMemcpy = 1,
+  kLossMemset = 2,
+  kLossSync = 3,        // Sync records (synchronisations, queries, stream waits)
+  kLossMemory = 4,
+  kLossApi = 5,         // Api records (event records)
+  kLossRangeBegin = 6,  // ranges whose push or start was not captured: the range is missing
+  kLossRangeEnd = 7,    // pops/ends not captured: the range's end is missing
+  kLossMark = 8,
+  kLossOther = 9,       // thread names, window edges, context changes
+  kLossKinds = 10,
+};
+
+enum class LossReason : uint8_t {
+  Budget = 1,  // the capture buffer budget (CUTRACE_BUFFER_MB) was in use
+  Exit = 2,    // a call in progress when the process ended (exit or fatal signal) did not finish
+};
+
+// Records lost on one thread between begin_ns and end_ns (the first and the last of them): the
+// trace is incomplete there. Every lost record is in exactly one LossRec.
+struct LossRec {
+  RecHeader h;
+  int64_t begin_ns;
+  int64_t end_ns;
+  uint32_t tid;
+  uint8_t reason;  // LossReason
+  uint8_t pad[3];
+  uint64_t count[kLossKinds];
+};
+static_assert(sizeof(LossRec) == 108);
+
 enum class WindowEdge : uint8_t { Begin = 1, End = 2 };
 
 struct WindowRec {
@@ -414,7 +448,7 @@ struct EndRec {
   RecHeader h;
   int64_t ts;
   uint64_t records;  // records written before this one
-  uint64_t dropped;  // total records dropped
+  uint64_t dropped;  // total records dropped (the sum of the Loss, or 1.x Dropped, records)
   uint32_t flags;    // EndFlags
 };
 static_assert(sizeof(EndRec) == 32);

@@ -85,17 +85,17 @@ bool OpResolver::cupti_settled() {
   return true;
 }
 
-size_t OpResolver::poll(bool all) {
-  constexpr int64_t kGraceNs = 200000000;
-  const int64_t horizon = all ? INT64_MAX : mono_ns() - kGraceNs;
+size_t OpResolver::poll(bool all, int64_t grace_ns) {
+  const int64_t horizon = all ? INT64_MAX : mono_ns() - grace_ns;
   for (Stream* s : streams_) {
     // The completed prefix of the queue, finalized in the order the GPU ran it: threads that
     // share a stream may have been drained in a slightly different order than they submitted.
     size_t k = 0;
     while (k < s->q.size() && s->q[k].op().cpu_end < horizon && (resolve(s->q[k]) || cupti_overtaken(*s, k))) ++k;
     if (k == 0) continue;
-    std::stable_sort(s->q.begin(), s->q.begin() + long(k),
-                     [](const PendingOp& a, const PendingOp& b) { return a.end_ns < b.end_ns; });
+    auto by_end = [](const PendingOp& a, const PendingOp& b) { return a.end_ns < b.end_ns; };
+    if (!std::is_sorted(s->q.begin(), s->q.begin() + long(k), by_end))  // usually they are
+      std::stable_sort(s->q.begin(), s->q.begin() + long(k), by_end);
     for (size_t i = 0; i < k; ++i) finalize(*s, s->q[i]);
     s->q.erase(s->q.begin(), s->q.begin() + long(k));
     pending_ -= k;

@@ -64,8 +64,9 @@ class OpResolver {
   // Writes every operation whose GPU times are known and that was submitted more than a grace
   // period ago (a thread preempted between its driver call and publishing the record can
   // still bring an earlier operation of the same stream); `all` skips the grace period.
-  // Returns how many operations are still pending.
-  size_t poll(bool all = false);
+  // `grace_ns` shortens the grace period (the collector under a backlog). Returns how many
+  // operations are still pending.
+  size_t poll(bool all = false, int64_t grace_ns = 200000000);
   // Writes what is left (shutdown after the wait, or a context going away): without GPU times,
   // but for CUPTI operations whose records are here.
   void abandon(CUcontext ctx_or_null);

@@ -336,6 +336,15 @@ void TraceReader::absorb(const char* p, uint16_t type) {
     case fmt::RecType::Dropped:
       status_.dropped += rec.as<fmt::DroppedRec>().count;
       break;
+    case fmt::RecType::Loss: {
+      const fmt::LossRec& l = rec.as<fmt::LossRec>();
+      for (int k = 0; k < fmt::kLossKinds; ++k) {
+        status_.lost[k] += l.count[k];
+        status_.dropped += l.count[k];
+      }
+      if (status_.losses.size() < 100000) status_.losses.push_back(l);  // bounded by the file's content
+      break;
+    }
     case fmt::RecType::End:
       status_.complete = true;
       status_.end = rec.as<fmt::EndRec>();
@@ -397,7 +406,7 @@ constexpr TypeName kTypeNames[] = {
     {fmt::RecType::Memset, "Memset"},       {fmt::RecType::Sync, "Sync"},
     {fmt::RecType::Memory, "Memory"},       {fmt::RecType::Api, "Api"},
     {fmt::RecType::CpuSample, "CpuSample"}, {fmt::RecType::GpuSample, "GpuSample"},
-    {fmt::RecType::ClockSync, "ClockSync"}, {fmt::RecType::Dropped, "Dropped"},
+    {fmt::RecType::ClockSync, "ClockSync"}, {fmt::RecType::Dropped, "Dropped"}, {fmt::RecType::Loss, "Loss"},
     {fmt::RecType::Window, "Window"},       {fmt::RecType::End, "End"},
     {fmt::RecType::Range, "Range"},         {fmt::RecType::Mark, "Mark"},
     {fmt::RecType::Module, "Module"},       {fmt::RecType::Stack, "Stack"},

@@ -63,7 +63,9 @@ struct ReadStatus {
   uint64_t records = 0;         // records handed to the visitor
   uint64_t bad_records = 0;     // malformed records skipped (too short, past the block end)
   uint64_t trailing_bytes = 0;  // bytes of an incomplete last block (file cut while writing)
-  uint64_t dropped = 0;         // sum of Dropped records (End.dropped is the writer's total)
+  uint64_t dropped = 0;         // sum of Loss (and 1.x Dropped) records (End.dropped: the writer's total)
+  uint64_t lost[fmt::kLossKinds] = {};  // Loss records' counts by kind (none for Dropped records)
+  std::vector<fmt::LossRec> losses;     // every Loss record: the intervals where records are missing
   uint64_t unresolved_configs = 0;  // 2.x: kernels whose KernelConfig was in a lost block
   uint64_t payload_bytes = 0;   // decompressed payload bytes of the good blocks
   uint64_t compressed_bytes = 0;  // their block headers and compressed bytes, as on disk
@@ -207,6 +209,7 @@ struct MinSizes {
     set_min<fmt::GpuSampleRec>(v, T::GpuSample);
     set_min<fmt::ClockSyncRec>(v, T::ClockSync);
     set_min<fmt::DroppedRec>(v, T::Dropped);
+    set_min<fmt::LossRec>(v, T::Loss);
     set_min<fmt::WindowRec>(v, T::Window);
     set_min<fmt::EndRec>(v, T::End);
     set_min<fmt::ModuleRec>(v, T::Module);
@@ -215,8 +218,8 @@ struct MinSizes {
   }
 };
 inline constexpr MinSizes kMinSizes;
-// Types the reader itself keeps track of: String..Stream, ClockSync, Dropped, End.
-inline constexpr uint64_t kAbsorbMask = 0x7Eull | (1ull << 30) | (1ull << 31) | (1ull << 33);
+// Types the reader itself keeps track of: String..Stream, ClockSync, Dropped, End, Loss.
+inline constexpr uint64_t kAbsorbMask = 0x7Eull | (1ull << 30) | (1ull << 31) | (1ull << 33) | (1ull << 35);
 }  // namespace detail
 
 // The smallest valid size of a record of `type` (sizeof its struct; 4 for unknown types).

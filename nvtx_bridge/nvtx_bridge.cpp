@@ -12,6 +12,7 @@
 #include "nvtx_bridge/cutrace_api.h"
 #include "shim/capture.h"
 #include "shim/config.h"
+#include "shim/op.h"
 #include "shim/thread_state.h"
 #include "shim/ticks.h"
 
@@ -36,46 +37,35 @@ const char* stable_copy(const char* s) {
 
 std::atomic<uint64_t> g_range_ids{1};
 
-// One annotation record. `name` is copied into the thread's name ring unless it is stable.
-// Returns whether it was recorded. `force` records even outside a capture window (the pop of a
-// range whose push was recorded).
+// One annotation record. `name` is copied into the record unless it is stable. Returns whether
+// it was recorded. `force` records even outside a capture window (the pop of a range whose push
+// was recorded).
 bool emit(RawKind kind, const char* name, bool stable, uint64_t id, const void* domain, uint32_t category,
           uint32_t color, RangeSource source, bool force = false) {
   if ((!force && !capture_on()) || t_in_shim) return false;
   ThreadState* ts = thread_state();
-  if (!ts) return false;
-  bool copy = name && !stable;
-  SpscRing<NameSlot, kNameSlots>* names = nullptr;
-  if (copy) {
-    names = ts->names.load(std::memory_order_relaxed);
-    if (!names) {  // first annotation of this thread: one allocation
-      names = new SpscRing<NameSlot, kNameSlots>();
-      ts->names.store(names, std::memory_order_release);
-    }
-  }
-  RawRecord* r = ts->ring.reserve();
-  NameSlot* slot = copy ? names->reserve() : nullptr;
-  if (!r || (copy && !slot)) {
-    ts->dropped.store(ts->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (!ts || !enter_record(ts, kind, force)) return false;
+  const bool copy = name && !stable;
+  const size_t full = copy ? strlen(name) : 0;
+  const uint32_t n = copy ? inline_name_len(name, full) : 0;
+  const bool end = kind == RawKind::RangePop || kind == RawKind::RangeEnd;
+  uint8_t* p = ts->reserve(end ? 33 : copy ? kNoteFixedBytes + n : kNoteFixedBytes + 6);
+  if (!p) {
+    ts->count_lost(kind);
+    leave_record(ts);
     return false;
   }
-  r->kind = kind;
-  r->api = 0;
-  r->flags = copy ? kRawNameSlot : 0;
-  r->result = 0;
-  r->corr = ts->next_corr();
-  r->ctx = nullptr, r->stream = nullptr, r->ev_start = r->ev_end = nullptr;
-  r->nvtx.name = copy ? nullptr : name;
-  r->nvtx.id = id, r->nvtx.domain = domain, r->nvtx.category = category, r->nvtx.color = color;
-  r->nvtx.source = uint8_t(source);
-  if (copy) {
-    size_t n = strnlen(name, sizeof slot->text);
-    memcpy(slot->text, name, n);
-    slot->len = uint16_t(n);
-    names->commit();
-  }
-  r->t0 = r->t1 = ticks();
-  ts->ring.commit();
+  RawRecord r;
+  r.kind = kind;
+  r.sub = 0;
+  r.api = 0;
+  r.flags = uint16_t((copy ? kRawNameSlot : 0) | (n < full ? kRawNameCut : 0));
+  r.nvtx.name = copy ? nullptr : name;
+  r.nvtx.id = id, r.nvtx.domain = domain, r.nvtx.category = category, r.nvtx.color = color;
+  r.nvtx.source = uint8_t(source);
+  r.t0 = ticks();
+  ts->commit(pack_note(r, name, n, p));
+  leave_record(ts);
   return true;
 }
 

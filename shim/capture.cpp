@@ -15,20 +15,23 @@ extern GpuTiming g_timing;  // shim/init.cpp; final once the collector has start
 
 namespace {
 
-// Publishes a window edge through the calling thread's ring so that it sorts with its records.
+// Publishes a window edge through the calling thread's chunks so that it sorts with its records.
 void publish_edge(fmt::WindowEdge edge, const char* reason) {
   if (t_in_shim) return;
   ThreadState* ts = thread_state();  // starts the collector if needed
   if (!ts) return;
-  RawRecord* r = ts->ring.reserve();
-  if (!r) return;  // ring full: the collector still sees the flag change (written then)
-  r->kind = RawKind::Window;
-  r->sub = uint8_t(edge);
-  r->flags = 0, r->api = 0, r->result = 0, r->corr = ts->next_corr();
-  r->ctx = nullptr, r->stream = nullptr, r->ev_start = r->ev_end = nullptr;
-  r->nvtx.name = reason;  // a string literal
-  r->t0 = r->t1 = ticks();
-  ts->ring.commit();
+  uint8_t* p = ts->reserve(24);
+  if (!p) {  // budget in use: the collector still sees the flag change (written then)
+    ts->count_lost(RawKind::Window);
+    return;
+  }
+  RawRecord r;
+  r.kind = RawKind::Window;
+  r.sub = uint8_t(edge);
+  r.flags = 0, r.api = 0;
+  r.nvtx.name = reason;  // a string literal
+  r.t0 = ticks();
+  ts->commit(pack_note(r, nullptr, 0, p));
 }
 
 // NVTX trigger state: ranges matching the pattern seen so far, and the depth of the one that

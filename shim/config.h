@@ -49,6 +49,9 @@ struct Config {
   // window of FRACTION x PERIOD at a random place in each PERIOD (default 200 ms); every call is
   // still recorded. 1 (default): GPU times all the time.
   double gpu_sample = 1;
+  // CUTRACE_BUFFER_MB: the most memory the process's records may take while they wait for the
+  // collector (shim/record_buffer.h); past it records are dropped, counted and marked.
+  size_t buffer_mb = 256;
   int64_t gpu_sample_period_ns = 200000000;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }

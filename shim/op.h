@@ -1,5 +1,6 @@
-// The hot path shared by every wrapper: reserve a ring slot, timestamp, record pool events
-// around GPU work, publish with one release store. No locks, no allocation, no syscalls.
+// The hot path shared by every wrapper: reserve room in the thread's chunk, timestamp, record pool
+// events around GPU work, pack and publish with one release store. No locks, no allocation, no
+// syscalls.
 #pragma once
 #include <cuda.h>
 #include "collector/format.h"
@@ -15,42 +16,64 @@ namespace cutrace {
 
 extern GpuTiming g_timing;  // copy of config().timing, read on the hot path
 
+// Marks the thread busy recording a call of kind k, then checks capture again: at exit the
+// collector turns capture off, makes every thread's stores visible (collector_quiesce's
+// membarrier) and then reads `busy`, so either it sees this thread busy or this thread sees capture
+// off. Not a fence here: the membarrier does the ordering.
+// `force`: recorded whether capture is on or not (the pop of a recorded push).
+inline bool enter_record(ThreadState* ts, RawKind k, bool force = false) {
+  ts->busy.store(uint8_t(k), std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (__builtin_expect(!force && !g_capture_on.load(std::memory_order_relaxed), 0)) {
+    ts->busy.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+inline void leave_record(ThreadState* ts) { ts->busy.store(0, std::memory_order_release); }
+
+// The calling thread's current context, with a Context record first when it changed.
+bool note_context(ThreadState* ts, CUcontext ctx);
+
 class Op {
  public:
-  // False when this call is not recorded: capture off, re-entry, or ring full (counted).
-  // `stack`: record the caller's native call stack too (shim/backtrace.h).
+  // False when this call is not recorded: capture off, re-entry, or the buffer budget in use
+  // (counted). `stack`: record the caller's native call stack too (shim/backtrace.h).
   bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0, bool stack = false) {
     if (!capture_on() || t_in_shim) return false;
     ts_ = thread_state();
-    if (!ts_) return false;
-    rec_ = ts_->ring.reserve();
-    if (!rec_) {
-      ts_->dropped.store(ts_->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (!ts_ || !enter_record(ts_, kind)) return false;
+    t_in_shim = true;
+    const Driver& d = driver();
+    CUcontext ctx = nullptr;
+    if (d.ok) d.cuCtxGetCurrent(&ctx);
+    if ((ctx != ts_->cur_ctx && !note_context(ts_, ctx)) || !(out_ = ts_->reserve(kMaxCallBytes))) {
+      ts_->count_lost(kind);
+      leave_record(ts_);
+      t_in_shim = false;
       return false;
     }
-    t_in_shim = true;
-    rec_->kind = kind;
-    rec_->sub = 0;
-    rec_->api = b.api;
-    rec_->flags = uint16_t(flags | (b.per_thread ? kRawPerThread : 0));
-    rec_->stream = stream;
-    rec_->ev_start = rec_->ev_end = nullptr;
-    rec_->corr = ts_->next_corr();
-    const Driver& d = driver();
-    rec_->ctx = nullptr;
-    if (d.ok) d.cuCtxGetCurrent(&rec_->ctx);
+    rec_.kind = kind;
+    rec_.sub = 0;
+    rec_.api = b.api;
+    rec_.flags = uint16_t(flags | (b.per_thread ? kRawPerThread : 0));
+    rec_.stream = stream;
+    rec_.ev_start = rec_.ev_end = nullptr;
+    rec_.cupti_corr = 0;
+    rec_.ev.event = nullptr;  // the fill sets what its kind uses
+    rec_.ctx = ctx;
     if (stack) take_stack();  // before t0: the unwind is not charged to the call
-    rec_->t0 = ticks();
+    rec_.t0 = ticks();
     return true;
   }
 
-  RawRecord& rec() { return *rec_; }
+  RawRecord& rec() { return rec_; }
 
   // Before the real call of an operation that runs on the GPU.
   void gpu_begin() {
-    if (g_timing == GpuTiming::None || !rec_->ctx) return;
+    if (g_timing == GpuTiming::None || !rec_.ctx) return;
     if (g_active_captures.load(std::memory_order_relaxed) > 0 && stream_capturing()) {
-      rec_->flags |= kRawCaptured;
+      rec_.flags |= kRawCaptured;
       return;
     }
     const bool cupti = g_timing == GpuTiming::Cupti;
@@ -60,34 +83,35 @@ class Op {
     if (cupti) ts_->in_cupti_call.store(true, std::memory_order_relaxed);
     if (!gpu_sample_on()) {
       if (cupti) ts_->in_cupti_call.store(false, std::memory_order_relaxed);
-      rec_->flags |= kRawNotSampled;
+      rec_.flags |= kRawNotSampled;
       return;
     }
     if (cupti) {
-      rec_->flags |= kRawCupti;
+      rec_.flags |= kRawCupti;
       cupti_ = true;
       cupti_clear_correlation();
       return;
     }
-    ev_stream_ = (rec_->stream == nullptr && (rec_->flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
-                                                                            : rec_->stream;
+    ev_stream_ = (rec_.stream == nullptr && (rec_.flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
+                                                                            : rec_.stream;
     timed_ = true;
-    if (g_timing == GpuTiming::Events) rec_->ev_start = record_event();
+    if (g_timing == GpuTiming::Events) rec_.ev_start = record_event();
   }
 
   // After it: the completion event (only if the driver accepted the work), then publish.
   CUresult gpu_end(CUresult r) {
-    if (timed_ && r == CUDA_SUCCESS) rec_->ev_end = record_event();
-    if (cupti_) rec_->cupti_corr = cupti_last_correlation();
+    if (timed_ && r == CUDA_SUCCESS) rec_.ev_end = record_event();
+    if (cupti_) rec_.cupti_corr = cupti_last_correlation();
     return end(r);
   }
 
   CUresult end(CUresult r) {
-    rec_->result = int32_t(r);
-    rec_->t1 = ticks();
-    ts_->ring.commit();
-    // After the commit: a collector that sees the call over finds its record in the ring.
+    rec_.result = int32_t(r);
+    rec_.t1 = ticks();
+    ts_->commit(pack_call(rec_, out_));
+    // After the commit: a collector that sees the call over finds its record published.
     if (cupti_) ts_->in_cupti_call.store(false, std::memory_order_release);
+    leave_record(ts_);
     t_in_shim = false;
     return r;
   }
@@ -103,24 +127,25 @@ class Op {
     }
     capture_stack(slot);
     ring->commit();  // published before the record (whose commit the collector acquires first)
-    rec_->flags |= kRawStackSlot;
+    rec_.flags |= kRawStackSlot;
   }
   CUevent record_event() {
-    CUevent e = ts_->take_event(rec_->ctx);
+    CUevent e = ts_->take_event(rec_.ctx);
     if (e && driver().cuEventRecord(e, ev_stream_) != CUDA_SUCCESS) {
-      rec_->flags |= kRawCaptured;  // not usable for timing; the collector recycles it
+      rec_.flags |= kRawCaptured;  // not usable for timing; the collector recycles it
     }
     return e;
   }
   bool stream_capturing() const {
     const Driver& d = driver();
-    auto fn = (rec_->flags & kRawPerThread) ? d.cuStreamIsCapturing_ptsz : d.cuStreamIsCapturing;
+    auto fn = (rec_.flags & kRawPerThread) ? d.cuStreamIsCapturing_ptsz : d.cuStreamIsCapturing;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    return fn && fn(rec_->stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+    return fn && fn(rec_.stream, &st) == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
   }
 
   ThreadState* ts_ = nullptr;
-  RawRecord* rec_ = nullptr;
+  RawRecord rec_;           // filled by the wrapper, packed into out_ at the end
+  uint8_t* out_ = nullptr;  // kMaxCallBytes reserved in the thread's chunk
   CUstream ev_stream_ = nullptr;
   bool timed_ = false;
   bool cupti_ = false;

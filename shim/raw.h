@@ -1,6 +1,7 @@
-// The in-memory record an application thread hands to the collector (one per intercepted call).
-// Fixed size, written into the thread's ring without locks; the collector turns it into the
-// on-disk records of collector/format.h.
+// The record an application thread hands to the collector (one per intercepted call), as the
+// wrappers fill it and the collector reads it. In the thread's chunks it is stored packed
+// (shim/raw_pack.h): only the fields its kind uses; the collector turns it into the on-disk
+// records of collector/format.h.
 #pragma once
 #include <cuda.h>
 #include <cstdint>
@@ -22,7 +23,9 @@ enum class RawKind : uint8_t {
   Mark = 13,
   ThreadName = 14,
   Window = 15,      // capture window edge (sub = fmt::WindowEdge)
+  Context = 16,     // the thread's current context changed: the calls after it ran in `ctx`
 };
+inline constexpr int kRawKinds = 17;
 
 enum RawFlags : uint16_t {
   kRawPerThread = 1 << 0,  // stream 0 means the per-thread default stream
@@ -30,12 +33,13 @@ enum RawFlags : uint16_t {
   kRawCaptured = 1 << 2,   // stream was capturing a graph: no events recorded
   kRawAsync = 1 << 3,
   kRawCupti = 1 << 4,      // GPU times come from CUPTI, joined on the correlation id
-  kRawNameSlot = 1 << 5,   // the name was copied into the thread's name ring (next slot)
+  kRawNameSlot = 1 << 5,   // the name was copied into the record (packed form: it follows)
   kRawStackSlot = 1 << 6,  // the call stack is in the thread's stack ring (next slot)
   kRawNotSampled = 1 << 7, // GPU work issued between GPU-timing sample windows: not timed
+  kRawNameCut = 1 << 8,    // the copied name was longer than kMaxInlineName: cut on a UTF-8 boundary
 };
 
-struct alignas(64) RawRecord {
+struct RawRecord {
   RawKind kind;
   uint8_t sub;
   uint16_t api;       // index of the traced function (shim/binding.h)
@@ -44,7 +48,7 @@ struct alignas(64) RawRecord {
   uint16_t pad;
   uint32_t cupti_corr;  // CUPTI's correlation id (cupti timing mode)
   uint64_t t0, t1;    // ticks at call entry and return (shim/ticks.h)
-  uint64_t corr;
+  uint64_t corr;      // assigned by the collector: (thread index << 40) | record number
   CUcontext ctx;
   CUstream stream;
   CUevent ev_start;   // pool events recorded around the operation (events mode: both)
@@ -59,6 +63,5 @@ struct alignas(64) RawRecord {
     struct { const char* name; uint64_t id; const void* domain; uint32_t category, color; uint8_t source; } nvtx;
   };
 };
-static_assert(sizeof(RawRecord) == 128, "ring slots are 128 bytes");
 
 }  // namespace cutrace

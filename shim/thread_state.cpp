@@ -4,6 +4,7 @@
 #include "collector/collector.h"
 #include "shim/config.h"
 #include "shim/driver.h"
+#include "shim/ticks.h"
 
 namespace cutrace {
 
@@ -61,7 +62,8 @@ thread_local ExitGuard t_exit_guard;
 
 ThreadState* thread_state_slow() {
   if (t_in_shim || !collector_ensure_started()) return nullptr;
-  auto* s = new ThreadState();
+  // Default-initialised: the event pools' slots stay untouched (not resident) until used.
+  auto* s = new ThreadState;
   s->tid = uint32_t(syscall(SYS_gettid));
   s->index = g_next_index.fetch_add(1, std::memory_order_relaxed);
   // Default-initialised: the slots stay untouched (not resident) until stacks are captured, so
@@ -74,6 +76,38 @@ ThreadState* thread_state_slow() {
   (void)&t_exit_guard;  // constructs the guard: its destructor runs at thread exit
   t_state = s;
   return s;
+}
+
+uint8_t* ThreadState::reserve_slow(uint32_t n) {
+  if (n > kChunkData) return nullptr;
+  Chunk* c = chunk_pool().take();
+  if (!c) return nullptr;
+  if (wr) wr->next.store(chunk_pool().index_of(c) + 1, std::memory_order_release);
+  else first_chunk.store(c, std::memory_order_release);
+  wr = c;
+  wpos = 0;
+  return c->data;
+}
+
+bool note_context(ThreadState* ts, CUcontext ctx) {
+  uint8_t* p = ts->reserve(24);
+  if (!p) return false;
+  RawRecord r;
+  r.kind = RawKind::Context, r.sub = 0, r.flags = 0, r.api = 0, r.t0 = 0, r.ctx = ctx;
+  ts->commit(pack_note(r, nullptr, 0, p));
+  ts->cur_ctx = ctx;
+  return true;
+}
+
+void ThreadState::count_lost(RawKind k) {
+  uint64_t now = ticks();
+  if (!lost.open.load(std::memory_order_relaxed)) {
+    lost.first.store(now, std::memory_order_relaxed);
+    lost.open.store(true, std::memory_order_relaxed);
+  }
+  lost.last.store(now, std::memory_order_relaxed);
+  auto& c = lost.count[uint8_t(k) < kRawKinds ? uint8_t(k) : 0];
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 EventPool* ThreadState::pool_for(CUcontext ctx) {

@@ -1,17 +1,18 @@
-// Per-thread state: the ring of raw records and the per-context pools of timing events.
-// Only the owning thread produces into the ring and consumes from the pools; only the collector
-// consumes the ring and refills the pools. No locks on either side.
+// Per-thread state: the chain of record chunks and the per-context pools of timing events.
+// Only the owning thread writes records and takes events; only the collector reads the records
+// and refills the pools. No locks on either side.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include "shim/backtrace.h"
 #include "shim/raw.h"
+#include "shim/raw_pack.h"
+#include "shim/record_buffer.h"
 #include "shim/spsc.h"
 
 namespace cutrace {
 
 inline constexpr int kMaxPoolsPerThread = 4;  // contexts one thread times with pooled events
-inline constexpr size_t kRingSlots = 4096;    // 512 KiB of records per thread
 inline constexpr size_t kPoolSlots = 2048;    // events per (thread, context)
 inline constexpr size_t kPoolTarget = 512;    // the collector tops pools up to this
 
@@ -20,19 +21,26 @@ struct EventPool {
   SpscRing<CUevent, kPoolSlots> free;   // collector -> owner
 };
 
-// Copies of annotation names whose memory the caller may reuse (NVTX ASCII messages).
-struct NameSlot {
-  uint16_t len;
-  char text[254];
+// Records lost on one thread: per RawKind, and the ticks of the first and last loss since the
+// collector last reported them (it clears `open`).
+struct LossCounters {
+  std::atomic<uint64_t> count[kRawKinds] = {};
+  std::atomic<uint64_t> first{0}, last{0};
+  std::atomic<bool> open{false};
 };
-inline constexpr size_t kNameSlots = 1024;
 
 struct ThreadState {
-  SpscRing<RawRecord, kRingSlots> ring;  // owner -> collector
-  std::atomic<SpscRing<NameSlot, kNameSlots>*> names{nullptr};  // allocated on first annotation
+  // Owner: the chunk records are written into, and the next free byte of it.
+  Chunk* wr = nullptr;
+  uint32_t wpos = 0;
+  CUcontext cur_ctx = nullptr;  // context of the last call recorded (a Context record on change)
+  std::atomic<Chunk*> first_chunk{nullptr};  // published once; the collector follows `next` from it
+  // Nonzero (the RawKind) while the owner is between deciding to record a call and publishing it:
+  // at exit the collector waits for such calls, and counts those that do not finish.
+  std::atomic<uint8_t> busy{0};
   StackRing* stacks = nullptr;  // call stacks, owner -> collector (CUTRACE_BACKTRACE != none)
   EventPool pools[kMaxPoolsPerThread];
-  std::atomic<uint64_t> dropped{0};        // records lost because the ring was full
+  LossCounters lost;                       // records lost because the buffer budget was in use
   std::atomic<uint64_t> inline_events{0};  // events the owner had to create (pool empty)
   std::atomic<uint64_t> stacks_lost{0};    // call stacks not kept because the stack ring was full
   std::atomic<bool> retired{false};        // owner thread exited
@@ -42,13 +50,27 @@ struct ThreadState {
   std::atomic<ThreadState*> next{nullptr};
   uint32_t tid = 0;
   uint32_t index = 0;
-  uint64_t seq = 0;  // correlation counter, owner only
   // Collector-private bookkeeping.
-  uint64_t dropped_reported = 0;
+  Chunk* rd = nullptr;  // chunk being read, and the next unread byte of it
+  uint32_t rpos = 0;
+  CUcontext rd_ctx = nullptr;  // context of the calls being read (Context records)
+  uint64_t seq = 0;            // records read: their correlation ids are (index << 40) | seq
+  uint64_t lost_reported[kRawKinds] = {};
   uint64_t stacks_lost_reported = 0;
   uint32_t pending_refs = 0;
 
-  uint64_t next_corr() { return (uint64_t(index) << 40) | ++seq; }
+  // Owner: room for `n` bytes in the current chunk (a new chunk when it is full), or nullptr when
+  // the budget is spent. commit() publishes them with one release store.
+  uint8_t* reserve(uint32_t n) {
+    if (__builtin_expect(wr != nullptr && wpos + n <= kChunkData, 1)) return wr->data + wpos;
+    return reserve_slow(n);
+  }
+  void commit(uint32_t n) {
+    wpos += n;
+    wr->committed.store(wpos, std::memory_order_release);
+  }
+  uint8_t* reserve_slow(uint32_t n);
+  void count_lost(RawKind k);  // owner: one record of kind k not recorded (budget in use)
   int nvtx_depth = 0;          // push/pop nesting, owner only (NVTX returns it)
   uint64_t nvtx_recorded = 0;  // bit d: the push at depth d was recorded (its pop must be)
   CUevent take_event(CUcontext ctx);  // pooled event for ctx; creates one if the pool is empty
@@ -71,7 +93,7 @@ ThreadState* registry_head();
 bool registry_unlink(ThreadState* prev, ThreadState* s);
 void registry_reset_after_fork();
 // Collector: whether some thread is inside a driver call whose GPU times CUPTI is asked for
-// (asked before a drain: a call seen over has its record in the ring).
+// (asked before a drain: a call seen over has its record published).
 bool registry_in_cupti_call();
 
 }  // namespace cutrace

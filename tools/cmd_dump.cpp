@@ -16,6 +16,7 @@
 
 #include "collector/reader.h"
 #include "tools/commands.h"
+#include "tools/losses.h"
 #include "tools/format_util.h"
 #include "tools/stacks.h"
 
@@ -312,6 +313,15 @@ std::string RecordPrinter::sample(const Record& rec) const {
       const auto& d = rec.as<tf::DroppedRec>();
       return format_copies("ts={} tid={} count={}", d.ts, d.tid, d.count);
     }
+    case tf::RecType::Loss: {
+      const auto& l = rec.as<tf::LossRec>();
+      std::string counts;
+      for (int k = 0; k < tf::kLossKinds; ++k)
+        if (l.count[k]) counts += format_copies(" {}={}", cutrace::tools::loss_kind_name(k), l.count[k]);
+      const char* why = l.reason == uint8_t(tf::LossReason::Budget) ? "budget"
+                        : l.reason == uint8_t(tf::LossReason::Exit) ? "exit" : "unknown";
+      return format_copies("begin={} end={} tid={} reason={}{}", l.begin_ns, l.end_ns, l.tid, why, counts);
+    }
     case tf::RecType::Window: {
       const auto& w = rec.as<tf::WindowRec>();
       const char* edge = w.edge == uint8_t(tf::WindowEdge::Begin) ? "begin"
@@ -353,6 +363,7 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
     case tf::RecType::GpuSample: return rec.as<tf::GpuSampleRec>().ts;
     case tf::RecType::ClockSync: return rec.as<tf::ClockSyncRec>().monotonic_ns;
     case tf::RecType::Dropped: return rec.as<tf::DroppedRec>().ts;
+    case tf::RecType::Loss: return rec.as<tf::LossRec>().begin_ns;
     case tf::RecType::Window: return rec.as<tf::WindowRec>().ts;
     case tf::RecType::End: return rec.as<tf::EndRec>().ts;
     default: return 0;

@@ -11,13 +11,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "collector/gpu_sample.h"
+#include "collector/reader.h"
 #include "tools/commands.h"
+#include "tools/losses.h"
 
 namespace {
 
@@ -32,6 +36,7 @@ struct RecordOptions {
   std::string capture_steps;
   long capture_repeat = 0;
   double delay = 0, duration = 0;
+  double buffer_mb = 0;  // 0: the shim's default (CUTRACE_BUFFER_MB)
   std::vector<std::string> command;
 };
 
@@ -75,16 +80,35 @@ bool make_dirs(const std::string& dir) {
   return access(dir.c_str(), W_OK | X_OK) == 0;
 }
 
-size_t count_traces(const std::string& dir) {
-  size_t n = 0;
+std::set<std::string> list_traces(const std::string& dir) {
+  std::set<std::string> names;
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.find(".cutrace") != std::string::npos) ++n;
+      if (name.find(".cutrace") != std::string::npos) names.insert(name);
     }
     closedir(d);
   }
-  return n;
+  return names;
+}
+size_t count_traces(const std::string& dir) { return list_traces(dir).size(); }
+
+// One line per new trace that is missing records: how many, of how many, and why.
+void print_losses(const std::string& dir, const std::set<std::string>& before) {
+  for (const std::string& name : list_traces(dir)) {
+    if (before.count(name)) continue;
+    cutrace::TraceReader r;
+    std::string err;
+    if (!r.open(dir + "/" + name, &err)) continue;
+    r.read([](const cutrace::Record&) {});
+    const cutrace::ReadStatus& s = r.status();
+    uint64_t dropped = std::max(s.complete ? s.end.dropped : 0, s.dropped);
+    if (!dropped) continue;
+    int64_t rank = r.meta_int("rank", -1);
+    std::string who = rank >= 0 ? "rank " + std::to_string(rank) : name;
+    fprintf(stderr, "cutrace: %s: %s\n", who.c_str(),
+            cutrace::tools::loss_sentence(cutrace::tools::loss_facts(r, dropped)).c_str());
+  }
 }
 
 // 16 hex digits from std::random_device (getrandom): unique per run for all practical purposes.
@@ -132,7 +156,8 @@ int run_record(const RecordOptions& o) {
             strerror(errno));
     return 2;
   }
-  size_t before = count_traces(out);
+  std::set<std::string> before_names = list_traces(out);
+  size_t before = before_names.size();
   std::string preload = shim;
   if (const char* p = getenv("LD_PRELOAD"); p && *p) preload += std::string(":") + p;
   setenv("LD_PRELOAD", preload.c_str(), 1);
@@ -143,6 +168,7 @@ int run_record(const RecordOptions& o) {
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
   setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
+  if (o.buffer_mb > 0) setenv("CUTRACE_BUFFER_MB", std::to_string(int64_t(o.buffer_mb)).c_str(), 1);
   // --capture-range=nvtx:PATTERN is shorthand for nvtx + CUTRACE_CAPTURE_NVTX=PATTERN.
   std::string range = o.capture_range, pattern;
   if (range.rfind("nvtx:", 0) == 0) pattern = range.substr(5), range = "nvtx";
@@ -186,6 +212,7 @@ int run_record(const RecordOptions& o) {
   }
   size_t written = count_traces(out) - before;
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
+  print_losses(out, before_names);
   if (before > 0 && written > 0)
     fprintf(stderr, "cutrace: %s also holds %zu trace file%s of earlier runs: the tools read a directory's files as "
                     "one job (they note traces of separate runs); use a directory per run\n",
@@ -226,6 +253,10 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");
+  sub->add_option("--buffer-mb", opts->buffer_mb,
+                  "Most memory (MB) each process's records may take while they wait to be written "
+                  "(default 256); past it records are dropped, counted and marked in the trace")
+      ->check(CLI::Range(1.0, 1048576.0));
   sub->add_option("--capture-range", opts->capture_range,
                   "What opens capture windows: process (default), cudaProfilerApi, nvtx:PATTERN (NVTX "
                   "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())");

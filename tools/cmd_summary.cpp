@@ -112,8 +112,9 @@ void print_kernels(const SummaryModel& m, size_t top) {
   // A sampled trace (--gpu-sample): Total is the timed launches' time, Est. total all launches'.
   const bool sampled = m.sampled();
   // Kernels of graph replays have no launch call of their own: "N kernels (K of them in R replays)".
+  const std::string lower = m.losses().by_kind[cutrace::fmt::kLossKernel] ? ">=" : "";
   const std::string count = m.graph_kernels() == 0
-                                ? human_count(all.count) + " launches"
+                                ? lower + human_count(all.count) + " launches"
                                 : fmt::format("{} kernels ({} of them in {} CUDA graph replays)", human_count(all.count),
                                               human_count(m.graph_kernels()), human_count(m.graph_replays()));
   if (sampled) {
@@ -609,7 +610,23 @@ void print_ranks(const SummaryModel& m) {
   t.print(stdout);
 }
 
+// First: a trace that is missing records says so, and which counts below are lower bounds.
+void print_losses(const SummaryModel& m) {
+  cutrace::tools::LossFacts all = m.losses();
+  if (!all.dropped) return;
+  std::printf("WARNING: incomplete capture: %s\n", cutrace::tools::loss_sentence(all).c_str());
+  if (std::string kinds = cutrace::tools::loss_kinds_text(all); !kinds.empty())
+    std::printf("  missing: %s; counts and totals marked '>=' below are lower bounds\n", kinds.c_str());
+  else
+    std::printf("  counts and totals below are lower bounds\n");
+  for (const FileSummary& f : m.files())
+    if (f.losses.dropped && m.files().size() > 1)
+      std::printf("  rank %s: %s\n", rank_label(f.rank).c_str(), cutrace::tools::loss_sentence(f.losses).c_str());
+  std::printf("\n");
+}
+
 void print_text(const SummaryModel& m, size_t top) {
+  print_losses(m);
   print_files(m);
   print_kernels(m, top);
   print_precision(m);

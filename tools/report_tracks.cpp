@@ -1,5 +1,6 @@
 // Reads a job into the report's track tree (tools/report_tracks.h).
 #include "tools/report_tracks.h"
+#include "tools/losses.h"
 
 #include <algorithm>
 #include <utility>
@@ -220,6 +221,22 @@ class Loader {
         if (!keep(ts, ts)) break;
         f_->threads[+m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
         f_->max_depth[+m.tid] = std::max(f_->max_depth[+m.tid], 1);
+        ++tl_->events;
+        break;
+      }
+      case T::Loss: {
+        const auto& l = rec.as<fmt::LossRec>();
+        int64_t b = at(l.begin_ns), e = at(std::max(l.end_ns, l.begin_ns));
+        extent(b, e);
+        if (!keep(b, e)) break;
+        tools::LossFacts f;
+        for (int k = 0; k < fmt::kLossKinds; ++k) f.by_kind[k] = l.count[k], f.dropped += l.count[k];
+        std::string d = tools::loss_kinds_text(f) +
+                        (l.reason == uint8_t(fmt::LossReason::Exit) ? ": in progress when the process ended"
+                                                                     : ": buffer budget in use");
+        f_->threads[+l.tid].add(b, e - b, str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
+                               EventKind::Missing, 0, 0, 0, str(d));
+        f_->max_depth[+l.tid] = std::max(f_->max_depth[+l.tid], 1);
         ++tl_->events;
         break;
       }

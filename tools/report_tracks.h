@@ -18,7 +18,8 @@ namespace cutrace::report {
 
 // What an event is; the page colours and describes events by it.
 enum class EventKind : uint8_t {
-  Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Api = 4, Range = 5, Memory = 6, Mark = 7
+  Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Api = 4, Range = 5, Memory = 6, Mark = 7,
+  Missing = 8,  // an interval of the thread whose records were not captured (LossRec)
 };
 
 // Interned strings: id 0 is "".

@@ -991,6 +991,7 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   }
   f.status = r.status();
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);
+  f.losses = tools::loss_facts(r, f.dropped);
   f.read_error = !read_ok;
   f.exit_status = r.meta_int("exit_status", -1);
   f.gpu_timing = r.meta("gpu_timing");
@@ -1099,6 +1100,20 @@ GpuBreakdown SummaryModel::total_breakdown() const {
 std::vector<std::string> SummaryModel::notes() const {
   std::vector<std::string> all = notes_;
   for (std::string& n : runs::mixed_runs(traces_)) all.push_back(std::move(n));
+  return all;
+}
+
+tools::LossFacts SummaryModel::losses() const {
+  tools::LossFacts all;
+  bool known = true;
+  for (const FileSummary& f : files_) {
+    all.dropped += f.losses.dropped, all.at_exit += f.losses.at_exit, all.intervals += f.losses.intervals;
+    for (int k = 0; k < fmt::kLossKinds; ++k) all.by_kind[k] += f.losses.by_kind[k];
+    known = known && f.losses.captured >= 0;
+    if (f.losses.captured >= 0) all.captured = std::max<int64_t>(all.captured, 0) + f.losses.captured;
+    all.budget_bytes = std::max(all.budget_bytes, f.losses.budget_bytes);
+  }
+  if (!known) all.captured = -1;
   return all;
 }
 
@@ -1311,6 +1326,7 @@ Json SummaryModel::to_json() const {
          {"gpu_sample", f.gpu_sample},
          {"not_sampled", f.not_sampled},
          {"dropped", f.dropped},
+         {"drops", tools::loss_json(f.losses)},
          {"bad_blocks", f.status.bad_blocks},
          {"kernels", f.kernels},
          {"kernel_ns", f.kernel_ns},
@@ -1340,6 +1356,7 @@ Json SummaryModel::to_json() const {
     j["rank_comparison"] = nullptr;
   }
   j["dropped_records"] = dropped_records();
+  j["drops"] = tools::loss_json(losses());
   j["api_errors"] = api_errors_;
   j["captured_ops"] = captured_;
   j["graph_replays"] = graph_launches_expanded_;

@@ -34,6 +34,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include "tools/losses.h"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -334,7 +335,8 @@ struct FileSummary {  // one trace file: one process, usually one rank
   std::string version;
   std::vector<DeviceInfo> devices;
   ReadStatus status;
-  uint64_t dropped = 0;  // max(End.dropped, sum of Dropped records)
+  uint64_t dropped = 0;  // max(End.dropped, sum of Loss/Dropped records)
+  tools::LossFacts losses;  // the records this trace is missing, by kind (tools/losses.h)
   int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
   bool read_error = false;
   std::string gpu_timing;        // meta gpu_timing: cupti, end, exact, none
@@ -416,6 +418,7 @@ class SummaryModel {
   const std::vector<FileSummary>& files() const { return files_; }  // sorted by rank, file
   GpuBreakdown total_breakdown() const;  // all devices of all files
   uint64_t dropped_records() const;
+  tools::LossFacts losses() const;  // all files' together
   uint64_t api_errors() const { return api_errors_; }
   uint64_t records() const { return records_; }
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture

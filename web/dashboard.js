@@ -411,6 +411,19 @@
     S = dashboard.summary;
     root.textContent = '';
     root.appendChild(overview());
+    const drops = S.drops;
+    if (drops && drops.records > 0) {  // first: the figures below are lower bounds
+      const of = drops.of ? ` of ${CT.fmtCount(drops.of)}` : '';
+      const pct = drops.of ? ` (${(100 * drops.records / drops.of).toFixed(1)}%)` : '';
+      const kinds = Object.entries(drops.by_kind).filter(([, n]) => n > 0)
+        .map(([k, n]) => `${k.replace('_', ' ')} ${CT.fmtCount(n)}`).join(', ');
+      const why = drops.records > drops.at_exit && drops.budget_bytes
+        ? `: the capture buffer budget (${Math.round(drops.budget_bytes / 1048576)} MB) was reached; record again with a larger --buffer-mb`
+        : ': calls in progress when the process ended';
+      root.appendChild(el('p', {class: 'warning drops', id: 'drops-banner'},
+        `Incomplete capture: ${CT.fmtCount(drops.records)}${of} records dropped${pct}${why}. Missing: ${kinds}. ` +
+        'Counts and totals on this page are lower bounds; the timeline marks the intervals in red.'));
+    }
     for (const e of D.errors || []) root.appendChild(el('p', {class: 'warning'}, e));
     for (const n of S.notes || []) root.appendChild(el('p', {class: 'warning'}, n));
     const grid = el('div', {class: 'grid'});

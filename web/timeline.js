@@ -7,8 +7,8 @@
 (function (CT) {
   const el = CT.el;
   const ROW_H = 17, TRACK_PAD = 3, GROUP_H = 22, COUNTER_H = 36, LABEL_W = 300, RULER_H = 26;
-  const KINDS = ['kernel', 'memcpy', 'memset', 'sync', 'API call', 'range', 'memory', 'mark'];
-  const KIND_COLOR = [null, '#f28e2b', '#b07aa1', '#e15759', '#8d99ae', null, '#9c755f', '#333'];
+  const KINDS = ['kernel', 'memcpy', 'memset', 'sync', 'API call', 'range', 'memory', 'mark', 'records missing'];
+  const KIND_COLOR = [null, '#f28e2b', '#b07aa1', '#e15759', '#8d99ae', null, '#9c755f', '#333', '#d62728'];
 
   let D, TL, strings, root, canvas, ctx, ruler, rctx, scroller, labels, details, status, tip;
   let nodes = [];         // every track, tree order: {t, parent, children, collapsed, ev, rows}

@@ -8,7 +8,7 @@
 set -euo pipefail
 suite=${1:?usage: bash test/browser/run.sh report|serve}
 case $suite in
-  report) needs=(bin/cutrace lib/libcutrace.so test/report_trace_gen test/e2e/paced_launches test/e2e/nvtx_app) ;;
+  report) needs=(bin/cutrace lib/libcutrace.so test/report_trace_gen test/e2e/paced_launches test/e2e/nvtx_app test/e2e/launch_loop) ;;
   serve) needs=(bin/cutrace lib/libcutrace.so test/e2e/fault_app test/e2e/hostile_names) ;;
   *) echo "run.sh: unknown suite '$suite' (report|serve)" >&2; exit 2 ;;
 esac

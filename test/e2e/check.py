@@ -399,7 +399,7 @@ def record_cupti(s, c, name, argv, opts=("--gpu-timing", "cupti"), env=None):
 
 def dump_ops(s, c, trace, rec_type):
     """(cpu_begin, gpu_start, gpu_end, flags) of each rec_type record (Kernel, Memcpy, Memset),
-    read line by line from `cutrace dump`: this process stays small (stress_memory_bounded_any_run_length
+    read line by line from `cutrace dump`: this process stays small (stress_32_threads_100k_launches_nothing_dropped_memory_within_budget
     measures a child's peak RSS, which starts from this process's when it forks)."""
     env = preload_env(dict(s.env))
     pat = re.compile(r" cpu=\[(-?\d+)\.\.-?\d+\].*? gpu=\[(-?\d+)\.\.(-?\d+)\].*? flags=(\S+)")
@@ -1689,39 +1689,6 @@ def stress_every_launch_recorded_or_counted(s, c):
 
 
 @test
-def stress_memory_bounded_any_run_length(s, c):
-    """32 threads x 100,000 launches (5x the stress test): the process's peak RSS stays under
-    64 MB (the collector drains rings in bounded rounds and bounds the operations waiting for GPU
-    times; 0.1 peaked at 127 MB on 32 x 20,000), and every launch is in the trace or counted."""
-    d = s.tmpdir("stressmem")
-    p = fault_popen(s, [s.prog("stress"), "32", str(int(100000 * STRESS_SCALE))], d)
-    # The process's own peak (VmHWM of its address space), read every 10 ms until it exits:
-    # wait4's ru_maxrss would also count this Python process's RSS, which the child inherits
-    # at fork and keeps as its maximum across exec.
-    peak_kb = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
-            peak_kb = max(peak_kb, int(m.group(1))) if m else peak_kb
-        except OSError:  # exited meanwhile
-            pass
-        time.sleep(0.01)
-    out = p.stdout.read()
-    p.stdout.close()
-    p.stderr.close()
-    c.equal("exit status", p.returncode, 0)
-    m = re.search(r"launches=(\d+)", out)
-    c.require(m, f"stress printed {tail(out)!r}")
-    c.require(peak_kb > 0, "could not read the stress process's VmHWM")
-    if not SAN_PRELOAD:  # a sanitizer's shadow memory and quarantine are not the shim's
-        c.expect(peak_kb < 64 * 1024, f"peak RSS {peak_kb} KiB >= 64 MiB")
-    c.notes.append(f"stress 32 x 100000: peak RSS (VmHWM) {peak_kb} KiB")
-    _, j, r, launches = one_trace(s, c, d)
-    c.equal("kernels in the trace + dropped records", launches + j["dropped_records"], int(m.group(1)))
-
-
-@test
 def stress_mixed_load_no_deadlock(s, c):
     """The same with NVTX ranges, copies and stream syncs mixed in: finishes, trace complete."""
     d = s.tmpdir("stressmix")
@@ -2210,6 +2177,9 @@ def report_events_carry_their_call_stacks(s, c):
 # The `cutrace serve` tests live in serve_checks.py; they run here with the others.
 import serve_checks  # noqa: E402
 TESTS.extend(serve_checks.TESTS)
+# The lossless-capture tests live in capture_checks.py.
+import capture_checks  # noqa: E402
+TESTS.extend(capture_checks.TESTS)
 
 
 def run_test(t, s):

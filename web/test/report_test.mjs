@@ -249,6 +249,41 @@ test('a sampled trace (--gpu-sample): the kernels table has Est. total, equal to
   assert.equal(await page.locator('[data-table="kernels"] [data-col="est_total_ns"]').count(), 0);
 });
 
+test('a capture past its buffer budget (--buffer-mb 1): a banner with the drops, the lost intervals on the timeline', async () => {
+  const job = path.join(dir, 'drops');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--buffer-mb', '1', '--gpu-timing', 'none', '--',
+                         path.join(build, 'test/e2e/launch_loop'), '300000'], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'drops.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString());
+  assert.ok(s.drops.records > 0 && s.drops.by_kind.kernels > 0, `drops in the summary: ${JSON.stringify(s.drops)}`);
+  const r = await openReport(browser, path.join(dir, 'drops.html'));
+  const banner = await r.page.locator('#drops-banner').textContent();
+  assert.ok(banner.includes(`${s.drops.records.toLocaleString('en-US')} of ${s.drops.of.toLocaleString('en-US')} records dropped`),
+            `banner: ${banner}`);
+  assert.ok(banner.includes(`kernels ${s.drops.by_kind.kernels.toLocaleString('en-US')}`), `banner: ${banner}`);
+  assert.ok(banner.includes('--buffer-mb'), `banner: ${banner}`);
+  await r.page.click('.tab[data-view="timeline"]');
+  await r.page.waitForTimeout(200);
+  const missing = await r.page.evaluate(() => {
+    const out = [];
+    for (const t of window.cutraceTimeline.tracks())
+      for (let i = 0; i < t.events; ++i) {
+        const e = window.cutraceTimeline.event(t.id, i);
+        if (e.k === 8) out.push(e);
+      }
+    return out;
+  });
+  assert.equal(missing.length, s.drops.intervals, 'one timeline mark per interval with missing records');
+  const total = missing.reduce((a, e) => a + Number(e.name.split(' ')[0].replace(/,/g, '')), 0);
+  assert.equal(total, s.drops.records, 'the marks add up to the dropped records');
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+  // A complete trace has no banner.
+  assert.equal(await page.locator('#drops-banner').count(), 0);
+});
+
 test('a trace of three capture windows (--capture-repeat): the windows table equals the summary windows', async () => {
   const job = path.join(dir, 'windows');
   const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
