@@ -186,9 +186,11 @@ void at_exit(int status, void*) {
 }
 
 void on_fatal_signal(int sig) {
-  // Ask the collector to write what it has, wait for it (bounded), then die as before.
+  // Ask the collector to write what it has, wait for it (bounded: 10 s, within the grace period
+  // schedulers give before SIGKILL; a backlog of the whole buffer budget takes seconds), then die
+  // as before.
   g_fatal_signal.store(sig);
-  for (int i = 0; i < 400 && g_state.load() == kRunning && !g_signal_flushed.load(); ++i) {
+  for (int i = 0; i < 2000 && g_state.load() == kRunning && !g_signal_flushed.load(); ++i) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, nullptr);
   }

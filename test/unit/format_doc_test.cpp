@@ -82,6 +82,15 @@ TEST_CASE("FORMAT.md describes RangeRec and MarkRec as format.h defines them") {
   CHECK(mark.fields == want_mark);
 }
 
+TEST_CASE("FORMAT.md describes the Loss record as format.h defines it") {
+  DocTable loss = doc_table("Loss", int(RecType::Loss));
+  CHECK(loss.record_size == sizeof(LossRec));
+  std::map<std::string, std::pair<size_t, size_t>> want = {
+      FIELD(LossRec, begin_ns), FIELD(LossRec, end_ns), FIELD(LossRec, tid),
+      FIELD(LossRec, reason),   FIELD(LossRec, pad),    FIELD(LossRec, count)};
+  CHECK(loss.fields == want);
+}
+
 TEST_CASE("FORMAT.md describes the call-stack records (Module, Stack, OpStack) as format.h defines them") {
   DocTable module = doc_table("Module", int(RecType::Module));
   CHECK(module.record_size == sizeof(ModuleRec));
