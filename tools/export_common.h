@@ -104,6 +104,9 @@ inline std::string memcpy_name(const fmt::MemcpyRec& m) {
 }
 inline const char* memset_name() { return "Memset (Device)"; }
 
+// The name of a kernel whose KernelConfig record was in a lost block (its name_id is 0).
+inline constexpr const char* kUnknownKernel = "(unknown kernel)";
+
 // GPU time of an operation, when it has one worth drawing.
 inline bool has_gpu_time(const fmt::OpCommon& op) {
   return !(op.flags & fmt::kOpNoGpuTime) && op.gpu_start > 0 && op.gpu_end >= op.gpu_start;
