@@ -906,9 +906,7 @@ bool export_chrome(const std::vector<std::string>& files, const Alignment& a, co
     if (!r.error().empty()) st.warnings.push_back(f + ": read error: " + r.error());
     const ReadStatus& rs = r.status();
     if (!rs.complete) st.warnings.push_back(f + ": truncated (no End record): exported what it holds");
-    if (rs.bad_blocks || rs.missing_blocks)
-      st.warnings.push_back(f + ": " + std::to_string(rs.bad_blocks) + " damaged and " +
-                            std::to_string(rs.missing_blocks) + " missing blocks skipped");
+    exporter::damage_warnings(f, rs, &st.warnings);
     if (!o.close(err)) return false;
     st.bytes += o.written();
     st.outputs.push_back(path);
