@@ -1,25 +1,32 @@
-// `cutrace export --format chrome`: one Chrome trace JSON per rank in the schema PyTorch's
-// profiler (Kineto) writes, which Holistic Trace Analysis, Perfetto and chrome://tracing load.
+// `cutrace export --format chrome`: one Chrome trace JSON per rank in the shape PyTorch's
+// profiler (Kineto) writes, which Holistic Trace Analysis, Perfetto and chrome://tracing load
+// (docs/EXPORT.md lists each rule; test/unit/export_kineto_test.cpp checks them).
 //
 // Layout of a file (top-level keys first, then one event per line):
 //   {"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"backend": "nccl",
 //    "rank": N, "world_size": W}, "displayTimeUnit": "ms", "baseTimeNanoseconds": B,
 //    "traceName": "...", "traceEvents": [ ... ]}
-// `"rank": N` keeps the space after the colon: HTA finds the rank with `"rank":\s+(\d+)`.
-// ts/dur are microseconds with 3 decimals, relative to baseTimeNanoseconds (wall-clock ns on
-// the common clock of tools/align.h; the same base for every rank, so ranks line up).
+// distributedInfo only when world_size > 1. `"rank": N` keeps the space after the colon: HTA
+// finds the rank with `"rank":\s+(\d+)`. ts/dur are microseconds with 3 decimals, relative to
+// baseTimeNanoseconds (wall-clock ns on the common clock of tools/align.h; the same base for
+// every rank, so ranks line up).
 //
-// Events: host side of each traced call (cat cuda_driver, or cuda_sync for synchronisation) on
-// pid = process id, tid = OS thread; GPU side of kernels/copies/sets (cat kernel, gpu_memcpy,
-// gpu_memset) on pid = device, tid = stream; launch -> GPU flows (ph s/f, cat "ac2g", id =
-// correlation); NVTX/annotation ranges (user_annotation: complete events on the thread for
-// push/pop ranges, async b/e pairs for start/end ranges, which need not nest; their GPU
-// projections as gpu_user_annotation on the device, tid 0); marks (ph i); capture windows and
-// dropped records (ph i, cat cutrace); counters (ph C) from CPU/GPU samples; metadata (ph M).
+// Events: host side of each traced call on pid = process id, tid = OS thread (cat cuda_runtime
+// under the runtime name for calls that have one, cuda_driver otherwise; args cbid,
+// correlation, External id, no stream or device: HTA takes an event with a stream for a GPU
+// op); GPU side of kernels/copies/sets (cat kernel, gpu_memcpy, gpu_memset) on pid = device,
+// tid = stream; GPU side of synchronisations (cat cuda_sync, zero-length, tid stream + 1000000
+// or 1000000); launch -> GPU flows (ph s/f, cat "ac2g", id = correlation, at the middle of
+// both slices); NVTX/annotation ranges (user_annotation: complete events on the thread for
+// push/pop ranges, async b/e pairs for start/end ranges, which need not nest); per stream, the
+// span of the work each push/pop range was the innermost range of (gpu_user_annotation, none
+// for ProfilerStep#N); marks (ph i); capture windows and dropped records (ph i, cat cutrace);
+// counters (ph C) from CPU/GPU samples; metadata (ph M).
 //
-// Events are written as the records stream by (no document is built in memory); only GPU
-// samples and ranges' GPU projections are held until the end of a file, because the device
-// they are drawn on is known only then. Strings are escaped once per string id and cached.
+// Two passes over each file: the first (tools/export_plan.h) nests each host thread's slices
+// and collects ranges and event records; the second writes events as the records stream by
+// (no document is built in memory). GPU samples and GPU annotations are held until the end of
+// a file. Strings are escaped once per string id and cached.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
@@ -40,113 +47,6 @@
 #include "tools/stacks.h"
 
 namespace cutrace {
-
-// ---- JSON text (append_json_string and put_us are declared in tools/exports.h) -----------------
-
-namespace chrome_text {
-
-// Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one.
-size_t utf8_len(const unsigned char* p, const unsigned char* end) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (size_t(end - p) < n) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-  return n;
-}
-
-// Appends s as a JSON string literal. Control characters, quotes and backslashes are escaped as
-// JSON requires; < > & and U+2028/U+2029 too, so that the text stays inert when a viewer embeds
-// the JSON in HTML or JavaScript (trace2html does); bytes that are not UTF-8 become U+FFFD.
-void append_json_string(std::string& o, std::string_view s) {
-  static const char hex[] = "0123456789abcdef";
-  o += '"';
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* end = p + s.size();
-  const unsigned char* run = p;  // start of bytes copied verbatim
-  auto flush = [&](const unsigned char* to) { o.append(reinterpret_cast<const char*>(run), size_t(to - run)); };
-  while (p < end) {
-    unsigned c = *p;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
-      ++p;
-      continue;
-    }
-    if (c >= 0x80) {
-      size_t n = utf8_len(p, end);
-      bool line_sep = n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9);
-      if (n && !line_sep) {
-        p += n;
-        continue;
-      }
-      flush(p);
-      o += n ? (p[2] == 0xA8 ? "\\u2028" : "\\u2029") : "\\ufffd";
-      p += n ? n : 1;
-      run = p;
-      continue;
-    }
-    flush(p);
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      case '\b': o += "\\b"; break;
-      case '\f': o += "\\f"; break;
-      default:
-        o += "\\u00";
-        o += hex[c >> 4];
-        o += hex[c & 15];
-    }
-    ++p;
-    run = p;
-  }
-  flush(p);
-  o += '"';
-}
-
-void put_u64(std::string& o, uint64_t v) {
-  char b[24];
-  auto r = std::to_chars(b, b + sizeof b, v);
-  o.append(b, r.ptr);
-}
-void put_i64(std::string& o, int64_t v) {
-  char b[24];
-  auto r = std::to_chars(b, b + sizeof b, v);
-  o.append(b, r.ptr);
-}
-// ns -> microseconds with exactly 3 decimals ("12.345", "-0.001").
-void put_us(std::string& o, int64_t ns) {
-  uint64_t u = ns < 0 ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
-  if (ns < 0) o += '-';
-  put_u64(o, u / 1000);
-  unsigned frac = unsigned(u % 1000);
-  char d[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
-  o.append(d, 4);
-}
-// A finite double with `decimals` places; JSON has no NaN/inf, so those become 0.
-void put_double(std::string& o, double v, int decimals) {
-  if (!std::isfinite(v)) v = 0;
-  char b[64];
-  int n = std::snprintf(b, sizeof b, "%.*f", decimals, v);
-  o.append(b, size_t(n > 0 ? n : 0));
-}
-
-}  // namespace chrome_text
 
 namespace {
 

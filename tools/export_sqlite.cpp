@@ -184,47 +184,6 @@ int sync_type(uint8_t k) {
 
 }  // namespace
 
-// Declared in tools/exports.h. The bare function name of a demangled kernel name, as nsys's shortName:
-// "void at::native::vectorized_elementwise_kernel<4, F>(int, F)" -> "vectorized_elementwise_kernel".
-std::string kernel_short_name(std::string_view s) {
-  auto trim = [](std::string_view& v) {
-    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  };
-  // Drops a trailing balanced group "open...close"; false if there is none.
-  auto strip_group = [](std::string_view& v, char open, char close) {
-    if (v.empty() || v.back() != close) return false;
-    int depth = 0;
-    for (size_t i = v.size(); i-- > 0;) {
-      if (v[i] == close) {
-        ++depth;
-      } else if (v[i] == open && --depth == 0) {
-        v = v.substr(0, i);
-        return true;
-      }
-    }
-    return false;
-  };
-  std::string_view v = s;
-  trim(v);
-  if (strip_group(v, '(', ')')) trim(v);  // parameters
-  while (strip_group(v, '<', '>')) trim(v);  // template arguments
-  // The last component: after the last "::" or space outside brackets.
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = v.size(); i-- > 0;) {
-    char c = v[i];
-    if (c == ')' || c == '>' || c == '}' || c == ']') ++depth;
-    else if (c == '(' || c == '<' || c == '{' || c == '[') --depth;
-    else if (depth == 0 && (c == ':' || c == ' ')) {
-      start = i + 1;
-      break;
-    }
-  }
-  v = v.substr(start);
-  return v.empty() ? std::string(s) : std::string(v);
-}
-
 namespace {
 
 // ---- a thin layer over the sqlite3 C API ----------------------------------------------------
