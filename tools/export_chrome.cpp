@@ -66,16 +66,17 @@ struct GpuSampleLite {
 // A range's GPU span on one stream: the work launched while it was the innermost range open on
 // the launching thread (Kineto's gpu_user_annotation).
 struct AnnotationKey {
-  uint64_t range_id;
+  uint64_t range_ord;  // ChromePlan::Range::ord
   uint16_t device;
   uint32_t stream;
   bool operator<(const AnnotationKey& o) const {
-    return std::tie(range_id, device, stream) < std::tie(o.range_id, o.device, o.stream);
+    return std::tie(range_ord, device, stream) < std::tie(o.range_ord, o.device, o.stream);
   }
 };
 struct AnnotationSpan {
   int64_t start, end;
   uint32_t name_id;
+  uint64_t range_id;
 };
 
 // A traced call as written: Kineto's category, name, cbid, and the driver name when renamed.
@@ -164,7 +165,7 @@ class ChromeFile {
     put_us(o_, t1 > t0 ? exporter::wrap_sub(t1, t0) : 0);
   }
   void external_id(const Range* in) {
-    if (!in) return;
+    if (!in || !in->id) return;
     o_ += ",\"External id\":";
     put_u64(o_, in->id);
   }
@@ -247,8 +248,8 @@ class ChromeFile {
     end_event();
     if (fmt::is_call(op.flags)) flow(op, mid(op.gpu_start, op.gpu_end));
     if (!in || in->profiler_step) return;
-    auto [it, fresh] = annotations_.try_emplace({in->id, op.device, op.stream},
-                                                AnnotationSpan{op.gpu_start, op.gpu_end, in->name_id});
+    auto [it, fresh] = annotations_.try_emplace({in->ord, op.device, op.stream},
+                                                AnnotationSpan{op.gpu_start, op.gpu_end, in->name_id, in->id});
     if (fresh) return;
     it->second.start = std::min(it->second.start, int64_t(op.gpu_start));
     it->second.end = std::max(it->second.end, int64_t(op.gpu_end));
@@ -257,7 +258,7 @@ class ChromeFile {
   // {"External id":..,"device":..,"stream":..,"correlation":..  (GPU events only)
   void gpu_args_head(const fmt::OpCommon& op, const Range* in) {
     o_ += ",\"args\":{";
-    if (in) {
+    if (in && in->id) {
       o_ += "\"External id\":";
       put_u64(o_, in->id);
       o_ += ',';
@@ -434,14 +435,16 @@ class ChromeFile {
   }
 
   void range_args(uint64_t id, uint32_t domain_id, uint32_t gpu_ops) {
-    o_ += ",\"args\":{\"External id\":";
-    put_u64(o_, id);
+    o_ += ",\"args\":{\"gpu ops\":";
+    put_u64(o_, gpu_ops);
+    if (id) {
+      o_ += ",\"External id\":";
+      put_u64(o_, id);
+    }
     if (domain_id) {
       o_ += ",\"domain\":";
       o_ += name(domain_id);
     }
-    o_ += ",\"gpu ops\":";
-    put_u64(o_, gpu_ops);
     o_ += '}';
   }
 
@@ -661,8 +664,11 @@ class ChromeFile {
       for (const exporter::Slice& s : slices) {
         const auto& [key, span] = *spans[s.ord];
         x_head("gpu_user_annotation", name(span.name_id), key.device, key.stream, s.b, s.e);
-        o_ += ",\"args\":{\"External id\":";
-        put_u64(o_, key.range_id);
+        o_ += ",\"args\":{";
+        if (span.range_id) {
+          o_ += "\"External id\":";
+          put_u64(o_, span.range_id);
+        }
         o_ += '}';
         end_event();
       }

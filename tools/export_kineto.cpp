@@ -113,8 +113,17 @@ int round_up(int v, int unit) { return (v + unit - 1) / unit * unit; }
 }  // namespace
 
 CallName call_name(std::string_view driver_name) {
+  // A versioned or per-thread-stream name ("cuMemAlloc_v2", "cuLaunchKernel_ptsz") is its base.
+  std::string_view base = driver_name;
+  for (std::string_view suffix : {"_ptsz", "_ptds"})
+    if (base.size() > suffix.size() && base.substr(base.size() - suffix.size()) == suffix)
+      base.remove_suffix(suffix.size());
+  size_t v = base.rfind("_v");
+  if (v != std::string_view::npos && v + 2 < base.size() &&
+      base.find_first_not_of("0123456789", v + 2) == std::string_view::npos)
+    base = base.substr(0, v);
   for (const Entry& e : kCalls) {
-    if (driver_name != e.driver) continue;
+    if (base != e.driver) continue;
     if (e.runtime) return {e.runtime, e.runtime_cbid, true};
     return {driver_name, e.driver_cbid, false};
   }

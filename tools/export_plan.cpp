@@ -104,7 +104,7 @@ void ChromePlan::build(TraceReader& r) {
 
   for (PendingRange& g : ranges) {
     host_times(g.ord, &g.b, &g.e);
-    ranges_[g.tid].push_back({g.b, g.e, g.id, g.name_id, -1, kineto::is_profiler_step(r.str(g.name_id))});
+    ranges_[g.tid].push_back({g.b, g.e, g.ord, g.id, g.name_id, -1, kineto::is_profiler_step(r.str(g.name_id))});
   }
   for (auto& [tid, v] : ranges_) {
     std::sort(v.begin(), v.end(), [](const Range& a, const Range& b) { return a.b != b.b ? a.b < b.b : a.e > b.e; });

@@ -49,6 +49,7 @@ class ChromePlan {
  public:
   struct Range {
     int64_t b, e;
+    uint64_t ord;  // the Range record's ordinal: unique, where ids may not be (0 in old traces)
     uint64_t id;
     uint32_t name_id;
     int32_t parent;  // index in the thread's vector, -1 = outermost

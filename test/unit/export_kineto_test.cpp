@@ -49,6 +49,7 @@ struct Rank {
   int64_t t;          // host clock
   int64_t gpu[3]{};   // per stream: when its last work ends
   uint64_t event = 0xe000;
+  bool range_ids = true;  // false: every range has id 0, as traces of older writers have
 
   Rank(const std::string& path, int rank, int world) : pid(100 + rank), device(uint16_t(rank)) {
     std::string err;
@@ -163,7 +164,7 @@ struct Rank {
     g.cpu_begin = b;
     g.cpu_end = t;
     t += 100;
-    g.id = 1'000'000 + ++range_id;
+    g.id = range_ids ? 1'000'000 + ++range_id : 0;
     g.tid = g.end_tid = pid;
     g.name_id = w.intern(name);
     g.depth = depth;
@@ -587,6 +588,8 @@ TEST_CASE("kineto names: runtime counterparts, driver-only calls, NCCL kernel na
   CHECK(!kineto::call_name("cuModuleUnload").runtime);
   CHECK(kineto::call_name("cuModuleUnload").cbid == 22);
   CHECK(kineto::call_name("cuSomethingNew").cbid == -1);
+  CHECK(kineto::call_name("cuMemAlloc_v2").name == "cudaMalloc");
+  CHECK(kineto::call_name("cuLaunchKernel_ptsz").name == "cudaLaunchKernel");
   kineto::Collective c;
   REQUIRE(kineto::nccl_collective("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", &c));
   CHECK(c.name == "allgather");
@@ -597,4 +600,25 @@ TEST_CASE("kineto names: runtime counterparts, driver-only calls, NCCL kernel na
   REQUIRE(kineto::nccl_collective("ncclDevKernel_SendRecv", &c));
   CHECK(c.dtype.empty());
   CHECK(!kineto::nccl_collective("gemm", &c));
+}
+
+TEST_CASE("kineto shape: ranges without ids still get one GPU annotation each") {
+  TempDir dir;
+  std::string path = dir.path + "/node-0.rank0.pid100.cutrace";
+  {
+    Rank r(path, 0, 1);
+    r.range_ids = false;
+    r.job();
+  }
+  std::string err;
+  REQUIRE_MESSAGE(export_chrome({path}, export_fixture::alignment_of({{path, 0}}), dir.path + "/t.json", &err), err);
+  json d = json::parse(read_file(dir.path + "/t.json"));
+  std::map<std::pair<std::string, int64_t>, int> anno;
+  for (const json& a : select(d, "X", "gpu_user_annotation")) {
+    ++anno[{a["name"], a["tid"]}];
+    CHECK(!a["args"].contains("External id"));
+  }
+  CHECK(anno == std::map<std::pair<std::string, int64_t>, int>{
+                    {{"forward", kCompute}, 3}, {{"backward", kCompute}, 3}, {{"backward", kNccl}, 3},
+                    {{"optimizer", kCompute}, 3}});
 }
