@@ -1,151 +1,56 @@
-// `cutrace export --format chrome`: one Chrome trace JSON per rank in the schema PyTorch's
-// profiler (Kineto) writes, which Holistic Trace Analysis, Perfetto and chrome://tracing load.
+// `cutrace export --format chrome`: one Chrome trace JSON per rank in the shape PyTorch's
+// profiler (Kineto) writes, which Holistic Trace Analysis, Perfetto and chrome://tracing load
+// (docs/EXPORT.md lists each rule; test/unit/export_kineto_test.cpp checks them).
 //
 // Layout of a file (top-level keys first, then one event per line):
 //   {"schemaVersion": 1, "deviceProperties": [...], "distributedInfo": {"backend": "nccl",
 //    "rank": N, "world_size": W}, "displayTimeUnit": "ms", "baseTimeNanoseconds": B,
 //    "traceName": "...", "traceEvents": [ ... ]}
-// `"rank": N` keeps the space after the colon: HTA finds the rank with `"rank":\s+(\d+)`.
-// ts/dur are microseconds with 3 decimals, relative to baseTimeNanoseconds (wall-clock ns on
-// the common clock of tools/align.h; the same base for every rank, so ranks line up).
+// distributedInfo only when world_size > 1. `"rank": N` keeps the space after the colon: HTA
+// finds the rank with `"rank":\s+(\d+)`. ts/dur are microseconds with 3 decimals, relative to
+// baseTimeNanoseconds (wall-clock ns on the common clock of tools/align.h; the same base for
+// every rank, so ranks line up).
 //
-// Events: host side of each traced call (cat cuda_driver, or cuda_sync for synchronisation) on
-// pid = process id, tid = OS thread; GPU side of kernels/copies/sets (cat kernel, gpu_memcpy,
-// gpu_memset) on pid = device, tid = stream; launch -> GPU flows (ph s/f, cat "ac2g", id =
-// correlation); NVTX/annotation ranges (user_annotation: complete events on the thread for
-// push/pop ranges, async b/e pairs for start/end ranges, which need not nest; their GPU
-// projections as gpu_user_annotation on the device, tid 0); marks (ph i); capture windows and
-// dropped records (ph i, cat cutrace); counters (ph C) from CPU/GPU samples; metadata (ph M).
+// Events: host side of each traced call on pid = process id, tid = OS thread (cat cuda_runtime
+// under the runtime name for calls that have one, cuda_driver otherwise; args cbid,
+// correlation, External id, no stream or device: HTA takes an event with a stream for a GPU
+// op); GPU side of kernels/copies/sets (cat kernel, gpu_memcpy, gpu_memset) on pid = device,
+// tid = stream; GPU side of synchronisations (cat cuda_sync, zero-length, tid stream + 1000000
+// or 1000000); launch -> GPU flows (ph s/f, cat "ac2g", id = correlation, at the middle of
+// both slices); NVTX/annotation ranges (user_annotation: complete events on the thread for
+// push/pop ranges, async b/e pairs for start/end ranges, which need not nest); per stream, the
+// span of the work each push/pop range was the innermost range of (gpu_user_annotation, none
+// for ProfilerStep#N); marks (ph i); capture windows and dropped records (ph i, cat cutrace);
+// counters (ph C) from CPU/GPU samples; metadata (ph M).
 //
-// Events are written as the records stream by (no document is built in memory); only GPU
-// samples and ranges' GPU projections are held until the end of a file, because the device
-// they are drawn on is known only then. Strings are escaped once per string id and cached.
+// Two passes over each file: the first (tools/export_plan.h) nests each host thread's slices
+// and collects ranges and event records; the second writes events as the records stream by
+// (no document is built in memory). GPU samples and GPU annotations are held until the end of
+// a file. Strings are escaped once per string id and cached.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "collector/reader.h"
 #include "tools/export_common.h"
+#include "tools/export_kineto.h"
+#include "tools/export_plan.h"
 #include "tools/exports.h"
 #include "tools/stacks.h"
 
 namespace cutrace {
 
-// ---- JSON text (append_json_string and put_us are declared in tools/exports.h) -----------------
-
-namespace chrome_text {
-
-// Length of the valid UTF-8 sequence at p (1..4), or 0 if it is not one.
-size_t utf8_len(const unsigned char* p, const unsigned char* end) {
-  unsigned c = p[0];
-  size_t n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (size_t(end - p) < n) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; ++i)
-    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-  return n;
-}
-
-// Appends s as a JSON string literal. Control characters, quotes and backslashes are escaped as
-// JSON requires; < > & and U+2028/U+2029 too, so that the text stays inert when a viewer embeds
-// the JSON in HTML or JavaScript (trace2html does); bytes that are not UTF-8 become U+FFFD.
-void append_json_string(std::string& o, std::string_view s) {
-  static const char hex[] = "0123456789abcdef";
-  o += '"';
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
-  const unsigned char* end = p + s.size();
-  const unsigned char* run = p;  // start of bytes copied verbatim
-  auto flush = [&](const unsigned char* to) { o.append(reinterpret_cast<const char*>(run), size_t(to - run)); };
-  while (p < end) {
-    unsigned c = *p;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
-      ++p;
-      continue;
-    }
-    if (c >= 0x80) {
-      size_t n = utf8_len(p, end);
-      bool line_sep = n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9);
-      if (n && !line_sep) {
-        p += n;
-        continue;
-      }
-      flush(p);
-      o += n ? (p[2] == 0xA8 ? "\\u2028" : "\\u2029") : "\\ufffd";
-      p += n ? n : 1;
-      run = p;
-      continue;
-    }
-    flush(p);
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      case '\r': o += "\\r"; break;
-      case '\b': o += "\\b"; break;
-      case '\f': o += "\\f"; break;
-      default:
-        o += "\\u00";
-        o += hex[c >> 4];
-        o += hex[c & 15];
-    }
-    ++p;
-    run = p;
-  }
-  flush(p);
-  o += '"';
-}
-
-void put_u64(std::string& o, uint64_t v) {
-  char b[24];
-  auto r = std::to_chars(b, b + sizeof b, v);
-  o.append(b, r.ptr);
-}
-void put_i64(std::string& o, int64_t v) {
-  char b[24];
-  auto r = std::to_chars(b, b + sizeof b, v);
-  o.append(b, r.ptr);
-}
-// ns -> microseconds with exactly 3 decimals ("12.345", "-0.001").
-void put_us(std::string& o, int64_t ns) {
-  uint64_t u = ns < 0 ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
-  if (ns < 0) o += '-';
-  put_u64(o, u / 1000);
-  unsigned frac = unsigned(u % 1000);
-  char d[4] = {'.', char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10)};
-  o.append(d, 4);
-}
-// A finite double with `decimals` places; JSON has no NaN/inf, so those become 0.
-void put_double(std::string& o, double v, int decimals) {
-  if (!std::isfinite(v)) v = 0;
-  char b[64];
-  int n = std::snprintf(b, sizeof b, "%.*f", decimals, v);
-  o.append(b, size_t(n > 0 ? n : 0));
-}
-
-}  // namespace chrome_text
-
 namespace {
 
+using exporter::ChromePlan;
 using exporter::OutFile;
 using namespace chrome_text;
 
@@ -158,12 +63,28 @@ struct GpuSampleLite {
   uint64_t mem_used;
 };
 
-struct Projection {  // a range's GPU projection, drawn on the device once it is known
+// A range's GPU span on one stream: the work launched while it was the innermost range open on
+// the launching thread (Kineto's gpu_user_annotation).
+struct AnnotationKey {
+  uint64_t range_ord;  // ChromePlan::Range::ord
+  uint16_t device;
+  uint32_t stream;
+  bool operator<(const AnnotationKey& o) const {
+    return std::tie(range_ord, device, stream) < std::tie(o.range_ord, o.device, o.stream);
+  }
+};
+struct AnnotationSpan {
   int64_t start, end;
-  uint32_t tid;
   uint32_t name_id;
-  uint32_t domain_id;
-  uint32_t gpu_ops;
+  uint64_t range_id;
+};
+
+// A traced call as written: Kineto's category, name, cbid, and the driver name when renamed.
+struct CallText {
+  const char* cat;
+  std::string quoted_name;
+  int cbid;
+  std::string quoted_driver;  // empty when the name is the driver's
 };
 
 class ChromeFile {
@@ -171,8 +92,8 @@ class ChromeFile {
   friend void exporter::dispatch_record(const Record&, E&);  // calls the per-type handlers
 
  public:
-  ChromeFile(TraceReader& r, OutFile& out, int64_t offset, int64_t base)
-      : r_(r), out_(out), o_(out.buf()), offset_(offset), base_(base) {
+  ChromeFile(TraceReader& r, OutFile& out, int64_t offset, int64_t base, const ChromePlan& plan)
+      : r_(r), out_(out), o_(out.buf()), offset_(offset), base_(base), plan_(plan) {
     info_ = exporter::process_info(r);
     pid_ = info_.pid;
   }
@@ -180,14 +101,20 @@ class ChromeFile {
   // Writes the whole document; returns events written.
   uint64_t write(const std::string& trace_name) {
     header(trace_name);
-    r_.read([&](const Record& rec) { record(rec); });
+    r_.read([&](const Record& rec) {
+      record(rec);
+      ++ord_;
+    });
     finish();
     return events_;
   }
 
  private:
+  using Range = ChromePlan::Range;
+
   // -- helpers
   int64_t rel(int64_t t) const { return exporter::wrap_sub(exporter::wrap_add(t, offset_), base_); }
+  static int64_t mid(int64_t b, int64_t e) { return e > b ? b + int64_t((uint64_t(e) - uint64_t(b)) / 2) : b; }
 
   void begin_event() {
     o_ += events_ ? ",\n{" : "\n{";
@@ -207,13 +134,18 @@ class ChromeFile {
     }
     if (id >= names_.size()) names_.resize(std::max<size_t>(id + 1, names_.size() * 2));
     std::string& s = names_[id];
-    if (s.empty()) append_json_string(s, r_.str(id));
+    if (s.empty()) append_json_string(s, id ? r_.str(id) : exporter::kUnknownKernel);
     return s;
   }
-  const std::string& api(uint16_t api) {
-    std::string& s = apis_[api];
-    if (s.empty()) append_json_string(s, r_.api_name(api));
-    return s;
+  const CallText& call(uint16_t api) {
+    auto it = calls_.find(api);
+    if (it != calls_.end()) return it->second;
+    std::string_view driver = r_.api_name(api);
+    kineto::CallName k = kineto::call_name(driver);
+    CallText c{k.runtime ? "cuda_runtime" : "cuda_driver", {}, k.cbid, {}};
+    append_json_string(c.quoted_name, k.name);
+    if (k.runtime) append_json_string(c.quoted_driver, driver);
+    return calls_.emplace(api, std::move(c)).first->second;
   }
 
   // {"ph":"X","cat":<cat>,"name":<quoted name>,"pid":P,"tid":T,"ts":..,"dur":..  (args follow)
@@ -230,19 +162,33 @@ class ChromeFile {
     o_ += ",\"ts\":";
     put_us(o_, rel(t0));
     o_ += ",\"dur\":";
-    put_us(o_, t1 > t0 ? t1 - t0 : 0);
+    put_us(o_, t1 > t0 ? exporter::wrap_sub(t1, t0) : 0);
+  }
+  void external_id(const Range* in) {
+    if (!in || !in->id) return;
+    o_ += ",\"External id\":";
+    put_u64(o_, in->id);
   }
 
-  // Opens the args object: {"cbid": api id[, "correlation": corr][, "result": error]
-  void host_call(const char* cat, uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr,
-                 int32_t result, bool has_corr = true) {
+  // The host event of a traced call, on the caller's thread, at the times the plan gives it
+  // (nested with its neighbours). Opens the args object: {"cbid":..,"correlation":..
+  void host_call(uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr, int32_t result,
+                 bool has_corr, const Range* in) {
     host_tids_.insert(tid);
-    x_head(cat, api(api_id), pid_, tid, t0, t1);
+    plan_.host_times(ord_, &t0, &t1);
+    call_b_ = t0, call_e_ = t1;
+    const CallText& c = call(api_id);
+    x_head(c.cat, c.quoted_name, pid_, tid, t0, t1);
     o_ += ",\"args\":{\"cbid\":";
-    put_u64(o_, api_id);
+    put_i64(o_, c.cbid);
     if (has_corr) {
       o_ += ",\"correlation\":";
       put_u64(o_, corr);
+    }
+    external_id(in);
+    if (!c.quoted_driver.empty()) {
+      o_ += ",\"driver api\":";
+      o_ += c.quoted_driver;
     }
     if (result) {
       o_ += ",\"result\":";
@@ -250,7 +196,9 @@ class ChromeFile {
     }
   }
 
-  void flow(const fmt::OpCommon& op) {
+  // Launch -> GPU flow. Both ends sit at the middle of their slice: a flow end binds to the
+  // slice enclosing its time, and a zero-length slice at another's start would take it.
+  void flow(const fmt::OpCommon& op, int64_t gpu_at) {
     begin_event();
     o_ += "\"ph\":\"s\",\"id\":";
     put_u64(o_, op.corr);
@@ -259,7 +207,7 @@ class ChromeFile {
     o_ += ",\"tid\":";
     put_u64(o_, op.tid);
     o_ += ",\"ts\":";
-    put_us(o_, rel(op.cpu_begin));
+    put_us(o_, rel(mid(call_b_, call_e_)));
     o_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\"";
     end_event();
     begin_event();
@@ -270,137 +218,212 @@ class ChromeFile {
     o_ += ",\"tid\":";
     put_u64(o_, op.stream);
     o_ += ",\"ts\":";
-    put_us(o_, rel(op.gpu_start));
+    put_us(o_, rel(gpu_at));
     o_ += ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"";
     end_event();
   }
 
-  // Host event of a GPU operation; returns true when the GPU side is drawn too.
-  bool op_host(const fmt::OpCommon& op) {
-    host_call("cuda_driver", op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result);
-    backtrace_arg(op.corr);
-    o_ += "}";
-    end_event();
-    votes_.op(op.tid, op.device);
-    if (!exporter::has_gpu_time(op)) return false;
-    streams_.insert({op.device, op.stream});
-    return true;
-  }
-
   // The host event of a GPU operation's call, if it stands for one (a graph replay's node does
   // not: its launch is the graph's record); true when its GPU event is to be drawn. A graph launch
-  // whose nodes follow has none of its own: its flow ends at the replay's first node.
-  bool op_sides(const fmt::OpCommon& op) {
-    if (!fmt::is_call(op.flags)) {
-      if (!exporter::has_gpu_time(op)) return false;
-      streams_.insert({op.device, op.stream});
-      return true;
+  // whose nodes follow has no GPU event of its own: its flow ends at the replay's start.
+  bool op_sides(const fmt::OpCommon& op, const Range* in) {
+    bool is_call = fmt::is_call(op.flags);
+    if (is_call) {
+      host_call(op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result, true, in);
+      backtrace_arg(op.corr);
+      o_ += "}";
+      end_event();
+      votes_.op(op.tid, op.device);
     }
-    if (!op_host(op)) return false;
-    if (fmt::is_gpu_work(op.flags)) return true;
-    flow(op);
+    if (!exporter::has_gpu_time(op)) return false;
+    streams_.insert({op.device, op.stream});
+    if (!is_call || fmt::is_gpu_work(op.flags)) return true;
+    flow(op, op.gpu_start);
     return false;
   }
 
-  void gpu_args_head(const fmt::OpCommon& op) {
-    o_ += ",\"args\":{\"device\":";
+  // After a GPU event: its flow, and its share of the innermost range's GPU span on its stream.
+  void op_done(const fmt::OpCommon& op, const Range* in) {
+    o_ += "}";
+    end_event();
+    if (fmt::is_call(op.flags)) flow(op, mid(op.gpu_start, op.gpu_end));
+    if (!in || in->profiler_step) return;
+    auto [it, fresh] = annotations_.try_emplace({in->ord, op.device, op.stream},
+                                                AnnotationSpan{op.gpu_start, op.gpu_end, in->name_id, in->id});
+    if (fresh) return;
+    it->second.start = std::min(it->second.start, int64_t(op.gpu_start));
+    it->second.end = std::max(it->second.end, int64_t(op.gpu_end));
+  }
+
+  // {"External id":..,"device":..,"stream":..,"correlation":..  (GPU events only)
+  void gpu_args_head(const fmt::OpCommon& op, const Range* in) {
+    o_ += ",\"args\":{";
+    if (in && in->id) {
+      o_ += "\"External id\":";
+      put_u64(o_, in->id);
+      o_ += ',';
+    }
+    o_ += "\"device\":";
     put_u64(o_, op.device);
     o_ += ",\"stream\":";
     put_u64(o_, op.stream);
     o_ += ",\"correlation\":";
     put_u64(o_, op.corr);
+    o_ += ",\"context\":0";
+  }
+
+  void dims(const char* key, const uint32_t* d) {
+    o_ += key;
+    for (int i = 0; i < 3; ++i) {
+      o_ += i ? ',' : '[';
+      put_u64(o_, d[i]);
+    }
+    o_ += ']';
   }
 
   void kernel(const fmt::KernelRec& k) {
     fmt::OpCommon op = k.op;
-    if (!op_sides(op)) return;
+    const Range* in = plan_.innermost(op.tid, op.cpu_begin);
+    if (!op_sides(op, in)) return;
     x_head("kernel", name(k.name_id), op.device, op.stream, op.gpu_start, op.gpu_end);
-    gpu_args_head(op);
-    o_ += ",\"grid\":[";
-    put_u64(o_, k.grid[0]);
-    o_ += ',';
-    put_u64(o_, k.grid[1]);
-    o_ += ',';
-    put_u64(o_, k.grid[2]);
-    o_ += "],\"block\":[";
-    put_u64(o_, k.block[0]);
-    o_ += ',';
-    put_u64(o_, k.block[1]);
-    o_ += ',';
-    put_u64(o_, k.block[2]);
-    o_ += "],\"registers per thread\":";
+    gpu_args_head(op, in);
+    o_ += ",\"queued\":0";
+    dims(",\"grid\":", k.grid);
+    dims(",\"block\":", k.block);
+    o_ += ",\"registers per thread\":";
     put_u64(o_, k.regs);
     o_ += ",\"shared memory\":";
     put_u64(o_, uint64_t(k.static_smem) + k.dyn_smem);
-    o_ += ",\"queued\":0,\"context\":0";
+    auto dev = r_.devices().find(op.device);
+    kineto::Occupancy occ = kineto::occupancy(k, dev == r_.devices().end() ? nullptr : &dev->second);
+    if (occ.blocks_per_sm >= 0) {
+      o_ += ",\"blocks per SM\":";
+      put_double(o_, occ.blocks_per_sm, 6);
+      o_ += ",\"warps per SM\":";
+      put_double(o_, occ.warps_per_sm, 6);
+    }
+    if (occ.est_occupancy_pct >= 0) {
+      o_ += ",\"est. achieved occupancy %\":";
+      put_i64(o_, occ.est_occupancy_pct);
+    }
+    collective_args(k.name_id);
     if (k.kind == uint8_t(fmt::KernelKind::Graph)) o_ += ",\"graph launch\":1";
     if (!fmt::is_call(op.flags)) {
       o_ += ",\"graph id\":";
       put_u64(o_, k.graph_id);
     }
     if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
-    o_ += "}";
-    end_event();
-    if (fmt::is_call(op.flags)) flow(op);
+    op_done(op, in);
   }
 
-  void copy_args(const fmt::OpCommon& op, uint64_t bytes) {
-    gpu_args_head(op);
+  // An NCCL kernel's collective, as Kineto writes it from PyTorch's record_param_comms.
+  void collective_args(uint32_t name_id) {
+    if (name_id >= kMaxCachedId) return;
+    if (name_id >= collectives_.size()) collectives_.resize(std::max<size_t>(name_id + 1, collectives_.size() * 2));
+    std::string& s = collectives_[name_id];
+    if (s.empty()) {
+      kineto::Collective c;
+      s = " ";  // looked up: not a collective
+      if (kineto::nccl_collective(r_.str(name_id), &c)) {
+        s = ",\"Collective name\":";
+        append_json_string(s, c.name);
+        if (!c.dtype.empty()) {
+          s += ",\"dtype\":";
+          append_json_string(s, c.dtype);
+        }
+        if (info_.world_size > 1) {
+          s += ",\"Group size\":";
+          put_i64(s, info_.world_size);
+        }
+      }
+    }
+    if (s.size() > 1) o_ += s;
+  }
+
+  void copy_args(const fmt::OpCommon& op, const Range* in, uint64_t bytes) {
+    gpu_args_head(op, in);
     o_ += ",\"bytes\":";
     put_u64(o_, bytes);
     o_ += ",\"memory bandwidth (GB/s)\":";
-    int64_t dur = op.gpu_end - op.gpu_start;
+    int64_t dur = exporter::wrap_sub(op.gpu_end, op.gpu_start);
     put_double(o_, dur > 0 ? double(bytes) / double(dur) : 0.0, 3);
-    o_ += ",\"queued\":0,\"context\":0";
+    o_ += ",\"queued\":0";
     if (op.flags & fmt::kOpInferredStart) o_ += ",\"inferred start\":1";
-    o_ += "}";
-    end_event();
-    if (fmt::is_call(op.flags)) flow(op);
+    op_done(op, in);
   }
 
   void memcpy(const fmt::MemcpyRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_sides(op)) return;
+    const Range* in = plan_.innermost(op.tid, op.cpu_begin);
+    if (!op_sides(op, in)) return;
     scratch_.clear();
     append_json_string(scratch_, exporter::memcpy_name(m));
     x_head("gpu_memcpy", scratch_, op.device, op.stream, op.gpu_start, op.gpu_end);
-    copy_args(op, m.bytes);
+    copy_args(op, in, m.bytes);
   }
 
   void memset(const fmt::MemsetRec& m) {
     fmt::OpCommon op = m.op;
-    if (!op_sides(op)) return;
+    const Range* in = plan_.innermost(op.tid, op.cpu_begin);
+    if (!op_sides(op, in)) return;
     static const std::string kName = "\"Memset (Device)\"";
     x_head("gpu_memset", kName, op.device, op.stream, op.gpu_start, op.gpu_end);
-    copy_args(op, m.bytes);
+    copy_args(op, in, m.bytes);
   }
 
   void sync(const fmt::SyncRec& s) {
-    host_call("cuda_sync", s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result);
-    o_ += ",\"device\":";
-    put_u64(o_, s.device);
-    o_ += ",\"stream\":";
-    put_u64(o_, s.stream);
-    o_ += ",\"kind\":\"";
-    o_ += sync_kind_name(s.kind);
-    o_ += "\"";
+    host_call(s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result, true, plan_.innermost(s.tid, s.cpu_begin));
     backtrace_arg(s.corr);
     o_ += "}";
+    end_event();
+    if (exporter::gpu_side_sync(s)) gpu_sync(s);
+  }
+
+  // The GPU side of a synchronisation, as CUPTI's synchronization activity in Kineto (cat
+  // cuda_sync on the device): zero-length at the call's return, inside the span of the file's GPU
+  // work (so that it adds no GPU time to HTA's breakdowns); a stream wait or an event sync names
+  // the cuEventRecord it waits on and that record's stream.
+  void gpu_sync(const fmt::SyncRec& s) {
+    auto kind = fmt::SyncKind(s.kind);
+    const char* what = kind == fmt::SyncKind::Context  ? "Context Sync"
+                       : kind == fmt::SyncKind::Stream ? "Stream Sync"
+                       : kind == fmt::SyncKind::Event  ? "Event Sync"
+                                                       : "Stream Wait Event";
+    int64_t t = call_e_;
+    if (plan_.gpu_last()) t = std::max(plan_.gpu_first(), std::min(t, plan_.gpu_last()));
+    int64_t row = exporter::sync_row(s);
+    sync_rows_.insert({s.device, row});
+    scratch_ = '"';
+    scratch_ += what;
+    scratch_ += '"';
+    x_head("cuda_sync", scratch_, s.device, row, t, t);
+    o_ += ",\"args\":{\"cuda_sync_kind\":";
+    o_ += scratch_;
+    if (kind == fmt::SyncKind::Event || kind == fmt::SyncKind::StreamWait) {
+      const ChromePlan::EventRecord* rec = plan_.record_before(s.event, s.cpu_begin);
+      o_ += ",\"wait_on_stream\":";
+      put_i64(o_, rec ? int64_t(rec->stream) : -1);
+      o_ += ",\"wait_on_cuda_event_record_corr_id\":";
+      put_i64(o_, rec ? int64_t(rec->corr) : -1);
+    }
+    o_ += ",\"stream\":";
+    put_i64(o_, row == exporter::kSyncRow ? -1 : int64_t(s.stream));
+    o_ += ",\"correlation\":";
+    put_u64(o_, s.corr);
+    o_ += ",\"device\":";
+    put_u64(o_, s.device);
+    o_ += ",\"context\":0}";
     end_event();
   }
 
   void api_call(const fmt::ApiRec& a) {
-    host_call("cuda_driver", a.tid, a.api, a.cpu_begin, a.cpu_end, a.corr, a.result);
-    if (a.stream) {
-      o_ += ",\"stream\":";
-      put_u64(o_, a.stream);
-    }
+    host_call(a.tid, a.api, a.cpu_begin, a.cpu_end, a.corr, a.result, true, plan_.innermost(a.tid, a.cpu_begin));
     o_ += "}";
     end_event();
   }
 
   void memory(const fmt::MemoryRec& m) {
-    host_call("cuda_driver", m.tid, m.api, m.cpu_begin, m.cpu_end, 0, m.result, false);
+    host_call(m.tid, m.api, m.cpu_begin, m.cpu_end, 0, m.result, false, plan_.innermost(m.tid, m.cpu_begin));
     o_ += ",\"bytes\":";
     put_u64(o_, m.bytes);
     char b[32];
@@ -411,21 +434,23 @@ class ChromeFile {
     end_event();
   }
 
-  void range_args(uint32_t domain_id, uint32_t gpu_ops) {
-    o_ += ",\"args\":{";
-    if (domain_id) {
-      o_ += "\"domain\":";
-      o_ += name(domain_id);
-      o_ += ',';
-    }
-    o_ += "\"gpu ops\":";
+  void range_args(uint64_t id, uint32_t domain_id, uint32_t gpu_ops) {
+    o_ += ",\"args\":{\"gpu ops\":";
     put_u64(o_, gpu_ops);
+    if (id) {
+      o_ += ",\"External id\":";
+      put_u64(o_, id);
+    }
+    if (domain_id) {
+      o_ += ",\"domain\":";
+      o_ += name(domain_id);
+    }
     o_ += '}';
   }
 
   // Push/pop ranges nest on their thread: complete events. A start/end range may overlap them
   // (and end on another thread): an async pair (ph b/e) keyed by its range id, which viewers
-  // draw on a track of its own.
+  // draw on a track of its own. GPU copies (gpu_user_annotation) are written at the end.
   void range(const fmt::RangeRec& g) {
     host_tids_.insert(uint32_t(g.tid));  // a copy: the packed field may be misaligned
     if (g.kind == uint8_t(fmt::RangeKind::StartEnd)) {
@@ -444,16 +469,16 @@ class ChromeFile {
         put_u64(o_, edge ? g.end_tid : g.tid);
         o_ += ",\"ts\":";
         put_us(o_, rel(edge ? g.cpu_end : g.cpu_begin));
-        if (!edge) range_args(g.domain_id, g.gpu_ops);
+        if (!edge) range_args(g.id, g.domain_id, g.gpu_ops);
         end_event();
       }
-    } else {
-      x_head("user_annotation", name(g.name_id), pid_, g.tid, g.cpu_begin, g.cpu_end);
-      range_args(g.domain_id, g.gpu_ops);
-      end_event();
+      return;
     }
-    if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
-      projections_.push_back({g.gpu_start, g.gpu_end, g.tid, g.name_id, g.domain_id, g.gpu_ops});
+    int64_t b = g.cpu_begin, e = g.cpu_end;
+    plan_.host_times(ord_, &b, &e);
+    x_head("user_annotation", name(g.name_id), pid_, g.tid, b, e);
+    range_args(g.id, g.domain_id, g.gpu_ops);
+    end_event();
   }
 
   void instant(const char* cat, const std::string& quoted_name, char scope, int64_t tid, int64_t t) {
@@ -579,11 +604,15 @@ class ChromeFile {
       o_ += '}';
     }
     o_ += first ? "],\n" : "\n  ],\n";
-    o_ += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ";
-    put_i64(o_, info_.rank);
-    o_ += ", \"world_size\": ";
-    put_i64(o_, info_.world_size);
-    o_ += "},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
+    // Only a distributed job has distributedInfo, as Kineto writes it.
+    if (info_.world_size > 1) {
+      o_ += "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ";
+      put_i64(o_, info_.rank);
+      o_ += ", \"world_size\": ";
+      put_i64(o_, info_.world_size);
+      o_ += "},\n";
+    }
+    o_ += "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ";
     put_i64(o_, base_);
     o_ += ",\n  \"traceName\": ";
     append_json_string(o_, trace_name);
@@ -621,16 +650,33 @@ class ChromeFile {
     return q;
   }
 
-  void finish() {
-    // GPU annotations: the range's projection on the device of its thread's work (tid 0).
-    std::set<uint16_t> annotated;
-    for (const Projection& p : projections_) {
-      uint16_t dev = votes_.device_for(p.tid, r_);
-      annotated.insert(dev);
-      x_head("gpu_user_annotation", name(p.name_id), dev, 0, p.start, p.end);
-      range_args(p.domain_id, p.gpu_ops);
-      end_event();
+  // GPU annotations, per stream: nested like every other track (two threads' ranges can
+  // interleave their work on one stream).
+  void annotations() {
+    std::map<std::pair<uint16_t, uint32_t>, std::vector<exporter::Slice>> tracks;
+    std::vector<const std::pair<const AnnotationKey, AnnotationSpan>*> spans;
+    for (const auto& a : annotations_) {
+      tracks[{a.first.device, a.first.stream}].push_back({a.second.start, a.second.end, spans.size(), false});
+      spans.push_back(&a);
     }
+    for (auto& [track, slices] : tracks) {
+      exporter::nest_slices(slices);
+      for (const exporter::Slice& s : slices) {
+        const auto& [key, span] = *spans[s.ord];
+        x_head("gpu_user_annotation", name(span.name_id), key.device, key.stream, s.b, s.e);
+        o_ += ",\"args\":{";
+        if (span.range_id) {
+          o_ += "\"External id\":";
+          put_u64(o_, span.range_id);
+        }
+        o_ += '}';
+        end_event();
+      }
+    }
+  }
+
+  void finish() {
+    annotations();
     // GPU samples: only devices this process used (NVML samples every GPU of the host).
     std::set<uint16_t> sampled;
     for (const GpuSampleLite& g : gpu_samples_) {
@@ -660,9 +706,9 @@ class ChromeFile {
       meta_event("thread_name", pid_, tid, "name", quoted(n));
       meta_event("thread_sort_index", pid_, tid, "sort_index", std::to_string(tid == uint32_t(pid_) ? 0 : tid));
     }
-    std::set<uint16_t> gpus = annotated;
-    gpus.insert(sampled.begin(), sampled.end());
+    std::set<uint16_t> gpus = sampled;
     for (const auto& s : streams_) gpus.insert(s.first);
+    for (const auto& s : sync_rows_) gpus.insert(s.first);
     for (uint16_t d : gpus) {
       meta_event("process_name", d, 0, "name", quoted("GPU " + std::to_string(d)));
       meta_event("process_sort_index", d, 0, "sort_index", std::to_string(100 + int(d)));
@@ -671,9 +717,11 @@ class ChromeFile {
       meta_event("thread_name", dev, stream, "name", quoted("stream " + std::to_string(stream)));
       meta_event("thread_sort_index", dev, stream, "sort_index", std::to_string(stream));
     }
-    for (uint16_t d : annotated) {
-      bool stream0 = streams_.count({d, 0}) != 0;
-      if (!stream0) meta_event("thread_name", d, 0, "name", quoted("annotations"));
+    for (const auto& [dev, row] : sync_rows_) {
+      std::string n = row == exporter::kSyncRow ? "device sync"
+                                                : "stream " + std::to_string(row - exporter::kSyncRow) + " (sync)";
+      meta_event("thread_name", dev, row, "name", quoted(n));
+      meta_event("thread_sort_index", dev, row, "sort_index", std::to_string(row));
     }
     o_ += "\n]}\n";
   }
@@ -685,17 +733,22 @@ class ChromeFile {
   std::string& o_;
   int64_t offset_;
   int64_t base_;
+  const ChromePlan& plan_;
+  uint64_t ord_ = 0;                  // ordinal of the record being written (ChromePlan's)
+  int64_t call_b_ = 0, call_e_ = 0;   // times of the last host call written
   exporter::ProcessInfo info_;
   int64_t pid_ = 0;
   uint64_t events_ = 0;
   std::vector<std::string> names_;
-  std::unordered_map<uint16_t, std::string> apis_;
+  std::vector<std::string> collectives_;  // name id -> NCCL args JSON (" ": none)
+  std::unordered_map<uint16_t, CallText> calls_;
   std::string scratch_;
   std::set<uint32_t> host_tids_;
   std::set<std::pair<uint16_t, uint32_t>> streams_;
+  std::set<std::pair<uint16_t, int64_t>> sync_rows_;
+  std::map<AnnotationKey, AnnotationSpan> annotations_;
   exporter::DeviceVotes votes_;
   std::vector<GpuSampleLite> gpu_samples_;
-  std::vector<Projection> projections_;
   StackTable stacks_;
   Symbolizer symbolizer_;
   OpStacks op_stacks_;
@@ -752,14 +805,14 @@ bool export_chrome(const std::vector<std::string>& files, const Alignment& a, co
     std::string path = single ? out : out + "/" + json_name_for(f);
     OutFile o;
     if (!o.open(path, err)) return false;
-    ChromeFile cf(r, o, exporter::offset_for(a, f), base);
+    ChromePlan plan;
+    plan.build(r);
+    ChromeFile cf(r, o, exporter::offset_for(a, f), base, plan);
     st.events += cf.write(path);
     if (!r.error().empty()) st.warnings.push_back(f + ": read error: " + r.error());
     const ReadStatus& rs = r.status();
     if (!rs.complete) st.warnings.push_back(f + ": truncated (no End record): exported what it holds");
-    if (rs.bad_blocks || rs.missing_blocks)
-      st.warnings.push_back(f + ": " + std::to_string(rs.bad_blocks) + " damaged and " +
-                            std::to_string(rs.missing_blocks) + " missing blocks skipped");
+    exporter::damage_warnings(f, rs, &st.warnings);
     if (!o.close(err)) return false;
     st.bytes += o.written();
     st.outputs.push_back(path);

@@ -104,6 +104,21 @@ inline std::string memcpy_name(const fmt::MemcpyRec& m) {
 }
 inline const char* memset_name() { return "Memset (Device)"; }
 
+// The name of a kernel whose KernelConfig record was in a lost block (its name_id is 0).
+inline constexpr const char* kUnknownKernel = "(unknown kernel)";
+
+// What an exporter could not read of a file: damaged or missing blocks, and the kernels whose
+// KernelConfig was in one (written under kUnknownKernel, without launch configuration).
+inline void damage_warnings(const std::string& file, const ReadStatus& rs, std::vector<std::string>* out) {
+  if (rs.bad_blocks || rs.missing_blocks)
+    out->push_back(file + ": " + std::to_string(rs.bad_blocks) + " damaged and " + std::to_string(rs.missing_blocks) +
+                   " missing blocks skipped");
+  if (rs.unresolved_configs)
+    out->push_back(file + ": " + std::to_string(rs.unresolved_configs) +
+                   " kernels whose name and launch configuration were in a lost block: written as \"" +
+                   kUnknownKernel + "\"");
+}
+
 // GPU time of an operation, when it has one worth drawing.
 inline bool has_gpu_time(const fmt::OpCommon& op) {
   return !(op.flags & fmt::kOpNoGpuTime) && op.gpu_start > 0 && op.gpu_end >= op.gpu_start;

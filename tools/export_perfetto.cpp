@@ -14,7 +14,7 @@
 //   TrackDescriptor  { uuid = 1; name = 2; process = 3; thread = 4; parent_uuid = 5; counter = 8 }
 //   ProcessDescriptor{ pid = 1; process_name = 6 }
 //   ThreadDescriptor { pid = 1; tid = 2; thread_name = 5 }
-//   CounterDescriptor{ unit = 3 (2 COUNT, 3 SIZE_BYTES) }
+//   CounterDescriptor{ unit = 3 (2 COUNT, 3 SIZE_BYTES); unit_name = 6 (free-form, "%") }
 //   TrackEvent       { category_iids = 3; debug_annotations = 4; type = 9 (1 SLICE_BEGIN,
 //                      2 SLICE_END, 3 INSTANT, 4 COUNTER); name_iid = 10; track_uuid = 11;
 //                      counter_value = 30 (int64); double_counter_value = 44 (double);
@@ -26,7 +26,8 @@
 // Layout. Each trace file becomes one packet sequence (trusted_packet_sequence_id = file index
 // + 1): first its TrackDescriptors (a process per rank with its threads, a "GPU N" process per
 // device with one track per stream plus one for ranges' GPU projections, counter tracks for CPU
-// and GPU utilisation and GPU memory), then its TrackEvents in time order. The first TrackEvent
+// and GPU utilisation and GPU memory), each with the timestamp of the sequence's first event,
+// then its TrackEvents in time order. The first TrackEvent
 // packet clears the incremental state and carries every interned name of the sequence; all
 // TrackEvent packets say they need it. Slices are BEGIN/END pairs: per track they are sorted by
 // begin (longest first on ties) and must nest, so a slice that would overlap another without
@@ -70,7 +71,7 @@ constexpr uint32_t kTimestamp = 8, kSeqId = 10, kTrackEvent = 11, kInterned = 12
 constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8;
 constexpr uint32_t kPdPid = 1, kPdName = 6;
 constexpr uint32_t kThPid = 1, kThTid = 2, kThName = 5;
-constexpr uint32_t kCdUnit = 3;
+constexpr uint32_t kCdUnit = 3, kCdUnitName = 6;
 constexpr uint32_t kTeCategoryIids = 3, kTeDebug = 4, kTeType = 9, kTeNameIid = 10, kTeTrack = 11,
                    kTeCounter = 30, kTeDoubleCounter = 44, kTeFlow = 47, kTeTerminatingFlow = 48;
 constexpr uint32_t kDaNameIid = 1, kDaInt = 4, kDaDouble = 5, kDaString = 6;
@@ -111,6 +112,7 @@ struct Track {
   enum Kind { Process, Thread, Plain, Counter } kind = Plain;
   int64_t pid = 0, tid = 0;
   uint32_t unit = 0;  // counters: CounterDescriptor.Unit
+  const char* unit_name = nullptr;  // counters with a unit the enum lacks ("%")
   bool used = false;  // has events (descriptors are written only for used tracks and parents)
 };
 
@@ -232,7 +234,8 @@ class PerfettoFile {
     return gpus_[device] = add_track(std::move(t));
   }
   uint32_t child_track(std::map<std::pair<uint32_t, uint32_t>, uint32_t>& cache, uint32_t parent,
-                       uint32_t key, std::string name, Track::Kind kind = Track::Plain, uint32_t unit = 0) {
+                       uint32_t key, std::string name, Track::Kind kind = Track::Plain, uint32_t unit = 0,
+                       const char* unit_name = nullptr) {
     auto k = std::make_pair(parent, key);
     auto it = cache.find(k);
     if (it != cache.end()) return it->second;
@@ -241,6 +244,7 @@ class PerfettoFile {
     t.parent = tracks_[parent].uuid;
     t.name = std::move(name);
     t.unit = unit;
+    t.unit_name = unit_name;
     return cache[k] = add_track(std::move(t));
   }
   uint32_t stream_track(uint16_t device, uint32_t stream) {
@@ -456,9 +460,9 @@ class PerfettoFile {
     instant(thread_track(m.tid), m.ts);
   }
   void cpu_sample(const fmt::CpuSampleRec& c) {
-    counter_d(child_track(children_, process_track_, kCpuHostKey, "CPU utilization (host, %)", Track::Counter),
+    counter_d(child_track(children_, process_track_, kCpuHostKey, "CPU utilization (host, %)", Track::Counter, 0, "%"),
               c.ts, c.total_util / 100.0);
-    counter_d(child_track(children_, process_track_, kCpuProcKey, "CPU utilization (process, %)", Track::Counter),
+    counter_d(child_track(children_, process_track_, kCpuProcKey, "CPU utilization (process, %)", Track::Counter, 0, "%"),
               c.ts, c.process_util / 100.0);
   }
 
@@ -491,7 +495,7 @@ class PerfettoFile {
     for (const GpuSampleLite& g : gpu_samples_) {
       if (votes_.any() && !votes_.used(g.device)) continue;  // NVML samples every GPU of the host
       uint32_t gpu = gpu_track(g.device);
-      counter_d(child_track(children_, gpu, kGpuUtilKey, "GPU utilization (%)", Track::Counter), g.ts, g.util);
+      counter_d(child_track(children_, gpu, kGpuUtilKey, "GPU utilization (%)", Track::Counter, 0, "%"), g.ts, g.util);
       counter_i(child_track(children_, gpu, kGpuMemKey, "GPU memory used", Track::Counter, 3), g.ts, int64_t(g.mem_used));
     }
     for (auto& [idx, tid] : thread_os_tid_) {
@@ -597,6 +601,7 @@ class PerfettoFile {
           pb::bytes(td, f::kTdName, t.name);
           sub.clear();
           if (t.unit) pb::u64(sub, f::kCdUnit, t.unit);
+          if (t.unit_name) pb::bytes(sub, f::kCdUnitName, t.unit_name);
           pb::bytes(td, f::kTdCounter, sub);
           break;
         case Track::Plain:
@@ -604,6 +609,8 @@ class PerfettoFile {
           break;
       }
       pkt.clear();
+      // At the sequence's first event: trace_processor orders descriptor packets with the rest.
+      if (!evs_.empty()) pb::u64(pkt, f::kTimestamp, uint64_t(evs_.front().ts));
       pb::u64(pkt, f::kSeqId, seq_);
       pb::bytes(pkt, f::kTrackDescriptor, td);
       emit_packet(pkt);
@@ -776,9 +783,7 @@ bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, 
     if (!r.error().empty()) st.warnings.push_back(files[i] + ": read error: " + r.error());
     const ReadStatus& rs = r.status();
     if (!rs.complete) st.warnings.push_back(files[i] + ": truncated (no End record): exported what it holds");
-    if (rs.bad_blocks || rs.missing_blocks)
-      st.warnings.push_back(files[i] + ": " + std::to_string(rs.bad_blocks) + " damaged and " +
-                            std::to_string(rs.missing_blocks) + " missing blocks skipped");
+    exporter::damage_warnings(files[i], rs, &st.warnings);
   }
   if (!o.close(err)) return false;
   st.bytes = o.written();

@@ -141,9 +141,13 @@ constexpr EnumRow kDevMemOper[] = {
 };
 
 constexpr int kEventClassDriver = 1;
+// META_DATA_EXPORT's EXPORT_SCHEMA_VERSION: the nsys export schema whose tables and columns
+// these follow (nsys 2024.4).
+constexpr const char* kSchemaVersion = "3.15.1";
 constexpr int kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
 constexpr int kLaunchRegular = 1, kLaunchCoop = 2;
 constexpr int kMemKindUnknown = 7;
+constexpr int kMemKindDevice = 2;
 
 // fmt::CopyKind -> ENUM_CUDA_MEMCPY_OPER
 int copy_oper(uint8_t k) {
@@ -179,47 +183,6 @@ int sync_type(uint8_t k) {
 }
 
 }  // namespace
-
-// Declared in tools/exports.h. The bare function name of a demangled kernel name, as nsys's shortName:
-// "void at::native::vectorized_elementwise_kernel<4, F>(int, F)" -> "vectorized_elementwise_kernel".
-std::string kernel_short_name(std::string_view s) {
-  auto trim = [](std::string_view& v) {
-    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-  };
-  // Drops a trailing balanced group "open...close"; false if there is none.
-  auto strip_group = [](std::string_view& v, char open, char close) {
-    if (v.empty() || v.back() != close) return false;
-    int depth = 0;
-    for (size_t i = v.size(); i-- > 0;) {
-      if (v[i] == close) {
-        ++depth;
-      } else if (v[i] == open && --depth == 0) {
-        v = v.substr(0, i);
-        return true;
-      }
-    }
-    return false;
-  };
-  std::string_view v = s;
-  trim(v);
-  if (strip_group(v, '(', ')')) trim(v);  // parameters
-  while (strip_group(v, '<', '>')) trim(v);  // template arguments
-  // The last component: after the last "::" or space outside brackets.
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = v.size(); i-- > 0;) {
-    char c = v[i];
-    if (c == ')' || c == '>' || c == '}' || c == ']') ++depth;
-    else if (c == '(' || c == '<' || c == '{' || c == '[') --depth;
-    else if (depth == 0 && (c == ':' || c == ' ')) {
-      start = i + 1;
-      break;
-    }
-  }
-  v = v.substr(start);
-  return v.empty() ? std::string(s) : std::string(v);
-}
 
 namespace {
 
@@ -381,6 +344,14 @@ std::string uuid_text(const uint8_t* u) {
   return s;
 }
 
+// nsys's busLocation "0000:1b:00.0". The trace records the bus id only: PCI domain, device and
+// function are written as 0 (a GPU is device 0, function 0 on its bus on the machines we know).
+std::string bus_location(uint32_t bus) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0000:%02x:00.0", bus & 0xffu);
+  return b;
+}
+
 std::string utc_text(int64_t ns) {
   time_t sec = time_t(ns / 1000000000);
   struct tm tm {};
@@ -476,8 +447,10 @@ class Exporter {
     return false;
   }
 
-  // Id of a string in StringIds, inserting it the first time.
+  // Id of a string in StringIds, inserting it the first time (StringIds.value is NOT NULL: a
+  // view without data, the "no string" of id 0, is "").
   bool string_id(std::string_view s, int64_t* id) {
+    if (!s.data()) s = std::string_view("", 0);
     auto it = string_ids_.find(std::string(s));
     if (it != string_ids_.end()) {
       *id = it->second;
@@ -494,7 +467,7 @@ class Exporter {
     if (!exec(std::string("INSERT INTO ") + kSessionStart.name + " VALUES (" + std::to_string(start) + ", '" +
               utc_text(start) + "', NULL)"))
       return false;
-    return (meta_.run({"EXPORT_PRODUCT", "cutrace"}) &&
+    return (meta_.run({"EXPORT_SCHEMA_VERSION", kSchemaVersion}) && meta_.run({"EXPORT_PRODUCT", "cutrace"}) &&
             meta_.run({"CUTRACE_TIME_BASE", "ns since TARGET_INFO_SESSION_START_TIME.utcEpochNs"}) &&
             meta_.run({"CUTRACE_CLOCK_ALIGNMENT", method})) ||
            fail();
@@ -519,8 +492,8 @@ class Exporter {
     gpu_ids_.emplace(key, id);
     *out = id;
     if (!d) return gpu_.run({0, id, kNull, kNull, kNull, kNull, kNull, kNull, ordinal, kNull, kNull}) || fail();
-    return gpu_.run({0, id, name, kNull, d->total_mem, d->sm_count, uuid_text(d->uuid), kNull, ordinal, d->cc_major,
-                     d->cc_minor}) ||
+    return gpu_.run({0, id, name, bus_location(d->pci_bus), d->total_mem, d->sm_count, uuid_text(d->uuid), kNull,
+                     ordinal, d->cc_major, d->cc_minor}) ||
            fail();
   }
   bool commit() { return exec("COMMIT"); }
@@ -558,6 +531,7 @@ struct Exporter::FileState {
   std::map<uint16_t, int64_t> devices;                 // CUDA ordinal -> deviceId
   std::set<std::pair<uint32_t, uint16_t>> streams;     // (stream, device) used by operations
   std::pair<uint64_t, int64_t> graph_corr{0, 0};      // the latest graph launch: trace corr -> correlationId
+  std::set<uint32_t> tids;                             // every thread a row names (ThreadNames)
 
   int64_t t(int64_t ns) const { return exporter::wrap_add(ns, base); }  // damaged times: no overflow UB
 
@@ -578,15 +552,18 @@ struct Exporter::FileState {
     devices.emplace(ordinal, *out);
     return true;
   }
-  int64_t gtid(uint32_t tid) const { return in.global_pid | (int64_t(tid) & kIdMask); }
+  int64_t gtid(uint32_t tid) {
+    tids.insert(tid);
+    return in.global_pid | (int64_t(tid) & kIdMask);
+  }
 
-  bool sid(uint32_t id, int64_t* out) {
+  bool sid(uint32_t id, int64_t* out, std::string_view if_none = {}) {
     auto it = str.find(id);
     if (it != str.end()) {
       *out = it->second;
       return true;
     }
-    if (!x.string_id(r.str(id), out)) return false;
+    if (!x.string_id(id ? r.str(id) : if_none, out)) return false;
     str.emplace(id, *out);
     return true;
   }
@@ -606,7 +583,7 @@ struct Exporter::FileState {
       *out = it->second;
       return true;
     }
-    if (!x.string_id(kernel_short_name(r.str(name_id)), out)) return false;
+    if (!x.string_id(name_id ? kernel_short_name(r.str(name_id)) : std::string(exporter::kUnknownKernel), out)) return false;
     short_name.emplace(name_id, *out);
     return true;
   }
@@ -650,7 +627,7 @@ struct Exporter::FileState {
                            in.global_pid, kNull, k.graph_id}) ||
              x.fail();
     int64_t name, short_name_id;
-    if (!sid(k.name_id, &name) || !short_id(k.name_id, &short_name_id)) return false;
+    if (!sid(k.name_id, &name, exporter::kUnknownKernel) || !short_id(k.name_id, &short_name_id)) return false;
     int launch = k.kind == uint8_t(fmt::KernelKind::Cooperative) ? kLaunchCoop : kLaunchRegular;
     return x.kernel_.run({t(op.gpu_start), t(op.gpu_end), dv, ctx, kNull, op.stream, corr,
                           in.global_pid, name, short_name_id, kNull, launch, kNull, k.regs, k.grid[0],
@@ -683,7 +660,7 @@ struct Exporter::FileState {
     if (!gpu_side(op)) return true;
     if (!dev(op.device, &dv)) return false;
     return x.memset_.run({t(op.gpu_start), t(op.gpu_end), dv, int64_t(op.device) + 1, kNull, op.stream,
-                          corr, in.global_pid, m.value, m.bytes, kNull, kMemKindUnknown}) ||
+                          corr, in.global_pid, m.value, m.bytes, kNull, kMemKindDevice}) ||
            x.fail();
   }
 
@@ -773,9 +750,16 @@ struct Exporter::FileState {
 
   // Metadata tables, once every record was read (threads and streams can appear late).
   bool finish() {
-    for (const auto& [tid, name_id] : r.threads()) {
-      int64_t name;
-      if (!sid(name_id, &name) || !(x.threads_.run({name, 0, gtid(tid)}) || x.fail())) return false;
+    // Every thread, as nsys lists them: the name it was given, else the process's (a Linux
+    // thread starts with its creator's name).
+    for (const auto& [tid, name_id] : r.threads()) tids.insert(tid);
+    int64_t program;
+    if (!x.string_id(in.p.program, &program)) return false;
+    for (uint32_t tid : tids) {
+      auto it = r.threads().find(tid);
+      int64_t name = program;
+      if (it != r.threads().end() && it->second && !sid(it->second, &name)) return false;
+      if (!(x.threads_.run({name, 0, gtid(tid)}) || x.fail())) return false;
     }
     int64_t dv;
     for (const auto& [ordinal, d] : r.devices())
@@ -798,7 +782,7 @@ struct Exporter::FileState {
 };
 
 bool Exporter::file(TraceReader& r, const Input& in, int64_t session_start) {
-  FileState f{*this, r, in, exporter::wrap_sub(in.offset, session_start), {}, {}, {}, {}, {}, {}, {}};
+  FileState f{*this, r, in, exporter::wrap_sub(in.offset, session_start), {}, {}, {}, {}, {}, {}, {}, {}, {}};
   int64_t dv;
   for (const auto& [ordinal, d] : r.devices())  // the process's GPUs first: ids follow ordinals
     if (!f.dev(ordinal, &dv)) return false;
@@ -821,9 +805,7 @@ bool Exporter::file(TraceReader& r, const Input& in, int64_t session_start) {
   exporter::ExportStats& st = exporter::g_stats;
   if (!read_ok) st.warnings.push_back(in.file + ": read error: " + r.error());
   const ReadStatus& rs = r.status();
-  if (rs.bad_blocks || rs.missing_blocks)
-    st.warnings.push_back(in.file + ": " + std::to_string(rs.bad_blocks) + " damaged and " +
-                          std::to_string(rs.missing_blocks) + " missing blocks skipped");
+  exporter::damage_warnings(in.file, rs, &st.warnings);
   return f.finish();
 }
 

@@ -20,13 +20,17 @@ bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, 
 bool export_sqlite(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
                    std::string* err);
 
-// The chrome export's JSON text pieces (tools/export_chrome.cpp), tested directly.
+// The chrome export's JSON text pieces (tools/export_text.cpp), tested directly.
 namespace chrome_text {
 // Appends s as a JSON string literal: quotes, backslashes, control characters, < > & and
 // U+2028/U+2029 escaped; bytes that are not UTF-8 become U+FFFD.
 void append_json_string(std::string& o, std::string_view s);
 // ns -> microseconds with exactly 3 decimals ("12.345", "-0.001").
 void put_us(std::string& o, int64_t ns);
+void put_u64(std::string& o, uint64_t v);
+void put_i64(std::string& o, int64_t v);
+// A finite double with `decimals` places; JSON has no NaN/inf, so those become 0.
+void put_double(std::string& o, double v, int decimals);
 }  // namespace chrome_text
 
 namespace sqlite_export {

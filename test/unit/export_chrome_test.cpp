@@ -138,27 +138,40 @@ TEST_CASE("chrome: kernels, copies and sets on the device with exact times and K
 TEST_CASE("chrome: every call's host side, syncs, launch -> GPU flows") {
   Exported e;
   export_standard(e);
-  auto host = events(e.doc, "X", "cuda_driver");
+  // Calls with a runtime counterpart are written under the runtime's name (cat cuda_runtime),
+  // with CUPTI's runtime cbid and the driver function in args.
+  auto host = events(e.doc, "X", "cuda_runtime");
+  CHECK(events(e.doc, "X", "cuda_driver").empty());
   std::multiset<std::string> names;
   for (const json& h : host) {
     names.insert(h["name"].get<std::string>());
     CHECK(h["pid"] == 4242);
     CHECK(h["tid"] == 4242);
     CHECK(h["args"].contains("cbid"));
+    CHECK(h["args"].contains("driver api"));
+    CHECK(!h["args"].contains("stream"));
   }
-  CHECK(names == std::multiset<std::string>{"cuMemAlloc", "cuLaunchKernel", "cuLaunchKernel", "cuLaunchKernel",
-                                            "cuMemcpyHtoDAsync", "cuMemsetD8Async", "cuEventRecord"});
+  CHECK(names == std::multiset<std::string>{"cudaMalloc", "cudaLaunchKernel", "cudaLaunchKernel", "cudaLaunchKernel",
+                                            "cudaMemcpyAsync", "cudaMemsetAsync", "cudaStreamSynchronize",
+                                            "cudaEventRecord"});
   const json* launch = nullptr;
   for (const json& h : host)
-    if (h["name"] == "cuLaunchKernel" && h["args"]["correlation"] == 1001) launch = &h;
+    if (h["name"] == "cudaLaunchKernel" && h["args"]["correlation"] == 1001) launch = &h;
   REQUIRE(launch);
-  CHECK((*launch)["args"]["cbid"] == kLaunch);
+  CHECK((*launch)["args"]["cbid"] == 211);  // CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000
+  CHECK((*launch)["args"]["driver api"] == "cuLaunchKernel");
+  CHECK((*launch)["args"]["External id"] == 3);  // the range "step" (id 3) it was launched in
   CHECK(text_has(e.text, "\"ts\":" + us(kT0 + 5'000 + kOffset - kBase) + ",\"dur\":" + us(1'000)));
 
+  // The sync's GPU side: zero-length, on the stream's sync row, inside the span of the GPU work.
   auto syncs = events(e.doc, "X", "cuda_sync");
   REQUIRE(syncs.size() == 1);
-  CHECK(syncs[0]["name"] == "cuStreamSynchronize");
-  CHECK(syncs[0]["tid"] == 4242);
+  CHECK(syncs[0]["name"] == "Stream Sync");
+  CHECK(syncs[0]["pid"] == 0);
+  CHECK(syncs[0]["tid"] == 1000001);
+  CHECK(syncs[0]["args"]["stream"] == 1);
+  CHECK(syncs[0]["dur"].get<double>() == 0.0);
+  CHECK(text_has(e.text, "\"name\":\"Stream Sync\",\"pid\":0,\"tid\":1000001,\"ts\":" + us(27'623)));
 
   // Flows: one s/f pair per GPU operation with time, id = correlation, f binds to the enclosing slice.
   auto s = events(e.doc, "s");
@@ -180,11 +193,12 @@ TEST_CASE("chrome: every call's host side, syncs, launch -> GPU flows") {
     CHECK(finish[corr]["bp"] == "e");
     CHECK(finish[corr]["pid"] == g["pid"]);
     CHECK(finish[corr]["tid"] == g["tid"]);
-    CHECK(finish[corr]["ts"].get<double>() == doctest::Approx(g["ts"].get<double>()));
+    // Both ends at the middle of their slice (a zero-length slice at a start would take them).
+    CHECK(finish[corr]["ts"].get<double>() == doctest::Approx(g["ts"].get<double>() + g["dur"].get<double>() / 2));
   }
   // The launch without GPU time has no flow.
   for (const json& h : host)
-    if (h["name"] == "cuLaunchKernel" && h["args"]["correlation"] == 1003) CHECK(start.count(1003) == 0);
+    if (h["name"] == "cudaLaunchKernel" && h["args"]["correlation"] == 1003) CHECK(start.count(1003) == 0);
 }
 
 TEST_CASE("chrome: ranges, their GPU projections, marks, counters and metadata") {
@@ -204,15 +218,17 @@ TEST_CASE("chrome: ranges, their GPU projections, marks, counters and metadata")
   CHECK(b[0]["name"] == "async");
   CHECK(b[0]["id"] == en[0]["id"]);
   CHECK(en[0]["tid"] == 4343);  // the thread that ended it
+  // GPU copies, as Kineto's: on the stream of the work each range was the innermost range of
+  // ("step": gemm, the copy and the set; "inner": the hostile kernel); none for "async".
   auto gpu = events(e.doc, "X", "gpu_user_annotation");
-  REQUIRE(gpu.size() == 3);
+  REQUIRE(gpu.size() == 2);
   for (const json& g : gpu) {
     CHECK(g["pid"] == 0);
-    CHECK(g["tid"] == 0);
+    CHECK(g["tid"] == 1);
   }
-  const json* inner = named(gpu, "inner");
-  REQUIRE(inner);
-  CHECK(text_has(e.text, "\"name\":\"inner\",\"pid\":0,\"tid\":0,\"ts\":" + us(20'123) + ",\"dur\":" + us(5'000)));
+  REQUIRE(named(gpu, "inner"));
+  CHECK(text_has(e.text, "\"name\":\"inner\",\"pid\":0,\"tid\":1,\"ts\":" + us(20'123) + ",\"dur\":" + us(5'000)));
+  CHECK(text_has(e.text, "\"name\":\"step\",\"pid\":0,\"tid\":1,\"ts\":" + us(10'123) + ",\"dur\":" + us(17'500)));
 
   auto marks = events(e.doc, "i", "user_annotation");
   REQUIRE(marks.size() == 1);
@@ -259,7 +275,7 @@ TEST_CASE("chrome: ranges, their GPU projections, marks, counters and metadata")
   CHECK(process_names.count(1) == 0);
   CHECK(thread_names[{4242, 4242}] == "trainer (4242)");
   CHECK(thread_names[{0, 1}] == "stream 1");
-  CHECK(thread_names[{0, 0}] == "annotations");
+  CHECK(thread_names[{0, 1000001}] == "stream 1 (sync)");
 }
 
 TEST_CASE("chrome: hostile names are escaped, and come back intact") {
@@ -335,6 +351,7 @@ TEST_CASE("chrome: one trace to FILE.json; clear errors") {
   REQUIRE_MESSAGE(export_chrome({t}, alignment_of({{t, 0}}), dir.path + "/one.json", &err), err);
   json d = json::parse(read_file(dir.path + "/one.json"));
   CHECK(d["baseTimeNanoseconds"] == 1'000);
+  CHECK(!d.contains("distributedInfo"));  // world size 1
   CHECK(events(d, "X", "kernel").size() == 1);
 
   // A file that is not a trace: the others are exported, the call fails naming it.

@@ -84,6 +84,10 @@ struct Desc {
   bool process = false, thread = false, counter = false;
   int64_t pid = 0, tid = 0;
   uint64_t unit = 0;
+  std::string unit_name;  // CounterDescriptor.unit_name
+  uint32_t seq = 0;
+  bool has_ts = false;    // the descriptor's packet has a timestamp
+  uint64_t ts = 0;
 };
 
 struct DecodedAnn {
@@ -183,8 +187,11 @@ Decoded decode(const std::string& bytes) {
           x.counter = true;
           auto cf = fields(f.b);
           if (const Field* u = field(cf, 3)) x.unit = u->v;
+          if (const Field* u = field(cf, 6)) x.unit_name = std::string(u->b);
         }
       }
+      x.seq = s;
+      if (const Field* t = field(pf, 8)) x.has_ts = true, x.ts = t->v;
       REQUIRE(x.uuid != 0);
       CHECK(d.tracks.count(x.uuid) == 0);
       if (x.parent) CHECK(d.tracks.count(x.parent) == 1);  // parents come first
@@ -359,6 +366,19 @@ TEST_CASE("perfetto: packets, interning and track descriptors") {
   REQUIRE(cpu);
   CHECK(cpu->counter);
   CHECK(cpu->parent == proc->uuid);
+  for (const char* pct : {"CPU utilization (host, %)", "CPU utilization (process, %)", "GPU utilization (%)"}) {
+    const Desc* c = d.track(pct);
+    REQUIRE_MESSAGE(c, pct);
+    CHECK_MESSAGE(c->unit_name == "%", pct);
+  }
+  CHECK(mem->unit_name.empty());
+  // Every descriptor has a timestamp: its sequence's first event's.
+  uint64_t first = UINT64_MAX;
+  for (const Event& ev : d.events) first = std::min(first, ev.ts);
+  for (const auto& [u, t] : d.tracks) {
+    CHECK_MESSAGE(t.has_ts, t.name);
+    CHECK_MESSAGE(t.ts == first, t.name);
+  }
   for (const auto& [u, t] : d.tracks) CHECK(t.name.find("overlap") == std::string::npos);
 }
 

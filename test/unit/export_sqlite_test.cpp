@@ -54,6 +54,7 @@ class Trace {
     d.total_mem = 141ull << 30;
     d.uuid[0] = 0xab;
     d.uuid[15] = gpu;
+    d.pci_bus = 0x1b;
     w_.add(d, fmt::RecType::Device);
     fmt::ThreadRec t{};
     t.tid = uint32_t(pid);
@@ -144,6 +145,7 @@ class Trace {
     w_.add(m, fmt::RecType::Mark);
   }
   void close() { REQUIRE(w_.close(0, fmt::kEndClean)); }
+  void flush() { REQUIRE(w_.flush()); }  // ends the current block
   uint32_t tid() const { return tid_; }
   void set_tid(uint32_t t) { tid_ = t; }
 
@@ -357,6 +359,9 @@ TEST_CASE("sqlite export: copies, sets, syncs and memory with nsys's enum values
         Rows{{"1"}, {"2"}, {"10"}, {"8"}});
   CHECK(query(d.db, "SELECT value, bytes, end - start, start FROM CUPTI_ACTIVITY_KIND_MEMSET") ==
         Rows{{"7", "256", "10", "540400"}});
+  // cuMemsetD* set device memory (CUdeviceptr): nsys's memory kind "Device".
+  CHECK(query(d.db, "SELECT k.label FROM CUPTI_ACTIVITY_KIND_MEMSET m JOIN ENUM_CUDA_MEM_KIND k ON k.id = m.memKind") ==
+        Rows{{"Device"}});
   // Syncs: the event query is a RUNTIME row only.
   CHECK(query(d.db, "SELECT e.name, y.end - y.start, y.streamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y "
                     "JOIN ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType ORDER BY y.start") ==
@@ -391,9 +396,10 @@ TEST_CASE("sqlite export: NVTX events, domains and threads") {
                     "(dm.globalTid & 0x0000FFFFFF000000) WHERE ne.eventType = 59 AND ne.globalTid / 0x1000000 "
                     "% 0x1000000 = 100 ORDER BY ne.start") ==
         Rows{{":step_0"}, {"mylib:dom_range"}, {":fwd"}});
+  // Every thread, as nsys lists them: 101 (it ended "load") has no name of its own: the process's.
   CHECK(query(d.db, "SELECT s.value, t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
                     "ORDER BY t.globalTid") ==
-        Rows{{"python3", t100}, {"python3", std::to_string(kGpid1 | 200)}});
+        Rows{{"python3", t100}, {"python3", t101}, {"python3", std::to_string(kGpid1 | 200)}});
 }
 
 TEST_CASE("sqlite export: targets, processes and ranks") {
@@ -422,6 +428,54 @@ TEST_CASE("sqlite export: targets, processes and ranks") {
                     "streamId") ==
         Rows{{"1", "100", "1", "3"}, {"2", "100", "1", "0"}, {"1", "200", "1", "3"}, {"2", "200", "1", "0"}});
   CHECK(one(d.db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'CUTRACE_CLOCK_ALIGNMENT'") == "realtime");
+  CHECK(one(d.db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'") == "3.15.1");
+  // busLocation from the Device record's PCI bus id (0x1b).
+  CHECK(query(d.db, "SELECT busLocation FROM TARGET_INFO_GPU ORDER BY id") ==
+        Rows{{"0000:1b:00.0"}, {"NULL"}, {"0000:1b:00.0"}});
+}
+
+TEST_CASE("sqlite export: a lost block of strings and launch configurations fails nothing else") {
+  cutrace_test::TempDir dir{"cutrace_sqlite_test"};
+  std::string path = dir.path + "/node-a.rank0.pid100.cutrace";
+  {
+    // Block 0: the metadata, the strings and the kernels' launch configuration; block 1: more
+    // kernels that reuse them (interned: no String or KernelConfig record again).
+    Trace a(path, "node-a", 0, 100, 1'000'000);
+    a.set_tid(100);
+    a.kernel("gemm", 1'100'000, 1'100'500, 1'000);
+    a.range("step_0", 1'090'000, 1'200'000);
+    a.flush();
+    a.kernel("gemm", 1'300'000, 1'300'500, 2'000);
+    a.kernel("gemm", 1'400'000, 1'400'500, 3'000);
+    a.range("step_0", 1'290'000, 1'500'000);
+    a.close();
+  }
+  // Damage block 0's compressed bytes: its checksum no longer matches.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(bytes.size() > sizeof(fmt::FileHeader) + sizeof(fmt::BlockHeader) + 8);
+  bytes[sizeof(fmt::FileHeader) + sizeof(fmt::BlockHeader) + 4] ^= 0x5a;
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+
+  Alignment align;
+  std::string db = dir.path + "/out.sqlite", err;
+  REQUIRE_MESSAGE(export_sqlite({path}, align, db, &err), err);
+  Db d(db);
+  CHECK(query(d.db, "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
+                    "s.id = k.demangledName ORDER BY k.start") ==
+        Rows{{"(unknown kernel)", "2000"}, {"(unknown kernel)", "3000"}});
+  CHECK(one(d.db, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59") == "1");
+  const auto& w = exporter::g_stats.warnings;
+  bool damaged = false, unnamed = false;
+  for (const std::string& m : w) {
+    damaged |= m.find(": 1 damaged and ") != std::string::npos;
+    unnamed |= m.find("2 kernels whose name and launch configuration were in a lost block") != std::string::npos;
+  }
+  CHECK(damaged);
+  CHECK(unnamed);
 }
 
 TEST_CASE("sqlite export: two traces of the same host and pid stay apart") {

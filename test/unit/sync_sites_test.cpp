@@ -215,8 +215,9 @@ TEST_CASE("chrome export: host events carry their call stack in args.backtrace")
   nlohmann::json doc = nlohmann::json::parse(export_fixture::read_file(dir.path + "/out.json"));
   std::vector<nlohmann::json> syncs, launches;
   for (const auto& ev : doc["traceEvents"]) {
-    if (ev.value("cat", "") == "cuda_sync") syncs.push_back(ev);
-    if (ev.value("cat", "") == "cuda_driver" && ev.value("name", "") == "cuLaunchKernel") launches.push_back(ev);
+    // Host events: the runtime names Kineto writes (tools/export_kineto.h).
+    if (ev.value("cat", "") == "cuda_runtime" && ev.value("name", "") == "cudaStreamSynchronize") syncs.push_back(ev);
+    if (ev.value("cat", "") == "cuda_runtime" && ev.value("name", "") == "cudaLaunchKernel") launches.push_back(ev);
   }
   REQUIRE(syncs.size() == 2);
   REQUIRE(syncs[0]["args"].contains("backtrace"));
