@@ -24,9 +24,9 @@ rec() {  # label, timing, probe: one recorded run into its own directory; the pr
     CUTRACE_BACKTRACE=none CUTRACE_GPU_TIMING="$timing" "$B/test/e2e/launch_loop" "$N" "$probe" 0 >> "$T/$label" 2>/dev/null
   "$CLI" summary --json "$d" | python3 -c '
 import json, sys
-j = json.load(sys.stdin)
-if j["dropped_records"]:
-    sys.exit(f"'"$label"': {j[\"dropped_records\"]} records dropped: this run timed dropping, not recording")'
+n = json.load(sys.stdin)["dropped_records"]
+if n:
+    sys.exit(sys.argv[1] + ": %d records dropped: this run timed dropping, not recording" % n)' "$label" || exit 1
   "$CLI" dump "$d"/*.cutrace 2>/dev/null | grep -E 'Meta .*"(records_captured|collector_cpu_ns)"' |
     sed -E 's/.*"(records_captured|collector_cpu_ns)" value=#[0-9]+ "([0-9]+)".*/\1 \2/' | tr '\n' ' ' >> "$T/$label.collector"
   echo >> "$T/$label.collector"

@@ -135,7 +135,8 @@ class Collector {
   GpuSampler gpus_;
   std::string path_;
   pthread_t thread_{};
-  std::vector<Drained> batch_;
+  std::vector<Drained> batch_;   // the first batch_n_ are this round's; entries are reused
+  size_t batch_n_ = 0;
   std::vector<uint32_t> order_;  // batch_ indices in call order
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
@@ -707,14 +708,16 @@ size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
       std::memcpy(&t0, p + sizeof(PackedHead), sizeof t0);
       if (int64_t(t0 - horizon) > 0 && t0 != 0) break;  // Context records (t0 0) go with the next
       s->rpos += packed_size(p);
-      batch_.emplace_back();
-      Drained& d = batch_.back();
+      if (batch_n_ == batch_.size()) batch_.emplace_back();
+      Drained& d = batch_[batch_n_];
+      d.name.clear();
+      d.stack = 0;
       unpack(p, &d.r, &d.name);
       if (d.r.kind == RawKind::Context) {
         s->rd_ctx = d.r.ctx;
-        batch_.pop_back();
         continue;
       }
+      ++batch_n_;
       if (d.r.kind <= RawKind::StreamWait) d.r.ctx = s->rd_ctx;
       d.r.corr = (uint64_t(s->index) << 40) | ++s->seq;
       d.owner = s;
@@ -754,7 +757,7 @@ bool Collector::fully_read(ThreadState* s) {
 // over in time order (a thread far behind the others would otherwise send its old operations
 // after the newer ones of the streams it shares with them).
 size_t Collector::drain_round() {
-  batch_.clear();
+  batch_n_ = 0;
   stacks_.modules().new_cycle();
   uint64_t horizon = 0;
   bool bounded = false;
@@ -785,12 +788,12 @@ size_t Collector::drain_round() {
     s = next;
   }
   // In call order across threads: each thread's records are in order already, so sort indices.
-  order_.resize(batch_.size());
+  order_.resize(batch_n_);
   for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
   auto by_t0 = [&](uint32_t a, uint32_t b) { return int64_t(batch_[a].r.t0 - batch_[b].r.t0) < 0; };
   if (!std::is_sorted(order_.begin(), order_.end(), by_t0)) std::stable_sort(order_.begin(), order_.end(), by_t0);
   for (uint32_t i : order_) handle(batch_[i]);
-  return batch_.size();
+  return batch_n_;
 }
 
 void Collector::refill_pools() {

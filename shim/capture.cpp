@@ -37,8 +37,8 @@ void publish_edge(fmt::WindowEdge edge, const char* reason) {
 // NVTX trigger state: ranges matching the pattern seen so far, and the depth of the one that
 // opened the window (push/pop nesting on the thread that opened it).
 std::atomic<long> g_matches{0};
-__thread int t_depth = 0;
-__thread int t_window_depth = -1;
+__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+__thread int t_window_depth __attribute__((tls_model("initial-exec"))) = -1;
 
 // Is the k-th matching range (0-based) one to capture? A-B, and with a period N also A+N..B+N, ...
 bool wanted_range(const Config& c, long k) {

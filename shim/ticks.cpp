@@ -41,19 +41,37 @@ static void sample(uint64_t* t, int64_t* ns) {
 
 void TickClock::init() {
   sample(&t0_, &ns0_);
-  t_last_ = t0_, ns_last_ = ns0_;
-  ns_per_tick_ = g_use_tsc ? 0.0 : 1.0;
+  cur_ = {t0_, ns0_, g_use_tsc ? 0.0 : 1.0};
+  prev_ = cur_;
 }
 
 void TickClock::update() {
-  sample(&t_last_, &ns_last_);
   if (!g_use_tsc) return;
-  if (t_last_ > t0_ + 1000) ns_per_tick_ = double(ns_last_ - ns0_) / double(t_last_ - t0_);
+  uint64_t t;
+  int64_t ns;
+  sample(&t, &ns);
+  if (t <= t0_ + 1000 || int64_t(t - cur_.t) <= 0) return;
+  double rate = double(ns - ns0_) / double(t - t0_);  // over the whole run so far
+  int64_t at = to_ns(t);                              // where the current mapping puts t
+  int64_t err = ns - at;
+  Segment next{t, at, rate};
+  if (!rated_ || err > 1000000 || err < -1000000) {
+    next.ns = ns;  // no rate yet, or off by more than 1 ms (a suspended machine): jump
+  } else {
+    // Catch up over one interval like the last, by at most 500 ppm of the rate.
+    double slew = double(err) / double(t - cur_.t);
+    double cap = 5e-4 * rate;
+    next.ns_per_tick = rate + (slew > cap ? cap : slew < -cap ? -cap : slew);
+  }
+  rated_ = true;
+  prev_ = cur_;
+  cur_ = next;
 }
 
 int64_t TickClock::to_ns(uint64_t t) const {
   if (!g_use_tsc) return int64_t(t);
-  return ns_last_ + int64_t(double(int64_t(t - t_last_)) * ns_per_tick_);
+  const Segment& s = int64_t(t - cur_.t) >= 0 ? cur_ : prev_;
+  return s.ns + int64_t(double(int64_t(t - s.t)) * s.ns_per_tick);
 }
 
 }  // namespace cutrace

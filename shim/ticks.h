@@ -39,16 +39,26 @@ inline uint64_t ticks() {
   return uint64_t(mono_ns());
 }
 
-// Maps ticks to ns. Updated by the collector only (single thread).
+// Maps ticks to ns. Updated by the collector only (single thread). Piecewise linear and
+// continuous: each update starts a segment where the last one's mapping stands and slews toward
+// the measured clock over the next interval, so that later ticks never map to earlier ns (a jump
+// to each new anchor once put a call before the end of the one before it on its thread).
 class TickClock {
  public:
   void init();           // first anchor
   void update();         // new anchor; refines the rate from the first one
   int64_t to_ns(uint64_t t) const;
+
  private:
-  uint64_t t0_ = 0, t_last_ = 0;
-  int64_t ns0_ = 0, ns_last_ = 0;
-  double ns_per_tick_ = 1.0;
+  struct Segment {
+    uint64_t t = 0;
+    int64_t ns = 0;
+    double ns_per_tick = 1.0;
+  };
+  uint64_t t0_ = 0;
+  int64_t ns0_ = 0;
+  Segment cur_, prev_;  // ticks before cur_.t map through prev_
+  bool rated_ = false;  // a rate was measured (the first update)
 };
 
 }  // namespace cutrace

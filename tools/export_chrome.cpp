@@ -41,6 +41,7 @@
 
 #include "collector/reader.h"
 #include "tools/export_common.h"
+#include "tools/losses.h"
 #include "tools/export_kineto.h"
 #include "tools/export_plan.h"
 #include "tools/exports.h"
@@ -571,6 +572,30 @@ class ChromeFile {
     scratch_.clear();
     append_json_string(scratch_, n);
     instant("cutrace", scratch_, 'p', 0, w.ts);
+    end_event();
+  }
+
+  // Records the trace is missing on a thread: an instant at the interval's start, its end and
+  // counts in args (a slice would overlap the thread's calls).
+  void loss(const fmt::LossRec& l) {
+    host_tids_.insert(l.tid);
+    instant("cutrace", "\"records missing\"", 't', l.tid, l.begin_ns);
+    o_ += ",\"args\":{\"count\":";
+    uint64_t total = 0;
+    for (uint64_t n : l.count) total += n;
+    put_u64(o_, total);
+    o_ += ",\"until_us\":";
+    put_us(o_, rel(std::max(l.end_ns, l.begin_ns)));
+    o_ += ",\"reason\":";
+    o_ += l.reason == uint8_t(fmt::LossReason::Exit) ? "\"in progress at exit\"" : "\"buffer budget\"";
+    for (int k = 0; k < fmt::kLossKinds; ++k) {
+      if (!l.count[k]) continue;
+      o_ += ",\"";
+      o_ += tools::loss_kind_name(k);
+      o_ += "\":";
+      put_u64(o_, l.count[k]);
+    }
+    o_ += "}";
     end_event();
   }
 

@@ -243,7 +243,7 @@ inline std::string window_label(const TraceReader& r, const fmt::WindowRec& w) {
 
 // Hands one record to the exporter's handler for its type (every exporter has the same set:
 // kernel, memcpy, memset, sync, api_call, memory, range, mark, cpu_sample, gpu_sample, window,
-// dropped); other records are not exported.
+// dropped, loss); other records are not exported.
 template <class E>
 void dispatch_record(const Record& rec, E& e) {
   switch (rec.type()) {
@@ -259,6 +259,7 @@ void dispatch_record(const Record& rec, E& e) {
     case fmt::RecType::GpuSample: e.gpu_sample(rec.as<fmt::GpuSampleRec>()); break;
     case fmt::RecType::Window: e.window(rec.as<fmt::WindowRec>()); break;
     case fmt::RecType::Dropped: e.dropped(rec.as<fmt::DroppedRec>()); break;
+    case fmt::RecType::Loss: e.loss(rec.as<fmt::LossRec>()); break;
     default: break;
   }
 }

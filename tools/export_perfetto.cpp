@@ -478,6 +478,14 @@ class PerfettoFile {
     instant(process_track_, w.ts);
   }
 
+  void loss(const fmt::LossRec& l) {
+    uint64_t total = 0;
+    for (uint64_t n : l.count) total += n;
+    body_begin(intern("records missing"), kCatCutrace);
+    ann_int(kAnnCount, int64_t(total));
+    instant(thread_track(l.tid), l.begin_ns);
+  }
+
   void dropped(const fmt::DroppedRec& d) {
     body_begin(intern("records dropped"), kCatCutrace);
     ann_int(kAnnCount, int64_t(d.count));
