@@ -53,6 +53,7 @@ CUTRACE_ARGS = {  # config -> extra `cutrace record` options
     "cutrace-sample10": ["--gpu-sample", "0.1"],
     "cutrace-exact": ["--gpu-timing", "exact"],  # CUPTI for every operation
     "cutrace-end-sample20": ["--gpu-timing", "end", "--gpu-sample", "0.2"],
+    "cutrace-b": [],  # the default mode with another build's shim (--shim-b): A/B of two builds
 }
 ALL_CONFIGS = CONFIGS[:5] + [c for c in CUTRACE_ARGS if c not in CONFIGS] + CONFIGS[5:]
 
@@ -148,7 +149,8 @@ def run(a):
                 if a.cpus:  # every configuration pinned alike: less scheduler noise
                     cmd = ["taskset", "-c", a.cpus] + cmd
                 t0 = time.time()
-                r = measure(cmd, env)
+                run_env = dict(env, CUTRACE_SHIM=a.shim_b) if cfg == "cutrace-b" else env
+                r = measure(cmd, run_env)
                 res = last_json(r["out"])
                 row = {"workload": wl, "config": cfg, "rep": rep, "rc": r["rc"], "rss_kb": r["rss_kb"],
                        "wall_s": round(time.time() - t0, 2), "metric": res.get(key) if res else None}
@@ -161,7 +163,7 @@ def run(a):
                 results.write(json.dumps(row) + "\n")
                 results.flush()
                 if a.brief:
-                    print(rep, cfg, row["metric"], row["wall_s"], "missing", row.get("gpu_times_missing"),
+                    print(rep, cfg, row["metric"], row["wall_s"], "missing", row.get("gpu_times_missing"), "dropped", row.get("dropped"),
                           row.get("error", "")[:200], flush=True)
                 else:
                     print(json.dumps(row), flush=True)
@@ -250,6 +252,7 @@ def main():
     ap.add_argument("what", choices=["run", "table", "stats"])
     ap.add_argument("out")
     ap.add_argument("--workloads", default="large,small,tiny")
+    ap.add_argument("--shim-b", default="", help="libcutrace.so of another build, for the cutrace-b configuration")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cutrace", default=os.environ.get("CUTRACE", os.path.join(REPO, "build", "bin", "cutrace")))
