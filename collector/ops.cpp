@@ -51,6 +51,11 @@ void OpResolver::add(PendingOp&& op) {
   s.last_not_sampled = (op.op().flags & fmt::kOpNotSampled) != 0;
   if (op.cupti && op.cupti_corr && op.op().cpu_end >= s.last_cupti_end)
     s.last_cupti_corr = op.cupti_corr, s.last_cupti_end = op.op().cpu_end;
+  // Nothing to wait for and nothing before it on its stream: written now, never queued.
+  if (s.q.empty() && !op.timed && !op.cupti) {
+    finalize(s, op);
+    return;
+  }
   // Keep each queue in submission order: a record published late goes before later ones.
   auto pos = s.q.end();
   while (pos != s.q.begin() && std::prev(pos)->op().cpu_end > op.op().cpu_end) --pos;
