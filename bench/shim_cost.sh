@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shim's own CPU cost per intercepted call, on the fake driver (no GPU needed); medians of
-# REPS interleaved runs of N calls.
+# REPS interleaved runs of N calls; fails if any recorded run dropped a record.
 #  1. Per cuLaunchKernel: without the shim, with the shim outside a capture window, and recording
 #     with each GPU timing mode (call stacks off).
 #  2. Call stacks (CUTRACE_BACKTRACE none|sync|all, default GPU timing) per launch, in the
@@ -35,6 +35,14 @@ for r in $(seq "$REPS"); do
     done
   done
 done
+# Every recorded run must have dropped nothing: a run that dropped would time the drop path.
+dropped=$("$B/bin/cutrace" summary --json "$T/o" | python3 -c 'import json, sys; print(json.load(sys.stdin)["dropped_records"])')
+if [[ $dropped != 0 ]]; then
+  echo "shim_cost.sh: the recorded runs dropped $dropped records: raise CUTRACE_BUFFER_MB" >&2
+  rm -rf "$T"
+  exit 1
+fi
+echo "recorded runs: 0 records dropped"
 python3 - "$T" <<'PY'
 import os, statistics, sys
 t = sys.argv[1]

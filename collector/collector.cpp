@@ -480,12 +480,21 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   if (!end_ns) g_capture_end_ns.store(end_ns = mono_ns());
   quiesce(end_ns);
   w_.meta("capture_end_ns", std::to_string(end_ns));
-  // A context first seen after its window closed: its anchor now, once the job's work is done.
-  gpu_.anchor_new();
-  wait_gpu(wait_ns);
-  if (g_timing == GpuTiming::Cupti) cupti_stop();
-  drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
-  wait_gpu(wait_ns / 10);
+  if (flags & fmt::kEndSignal) {
+    // The thread the signal stopped may hold a driver or CUPTI lock: no call into either from
+    // here on. Operations still waiting for GPU times are written without them (counted in
+    // gpu_times_missing), their events left to the dying process.
+    ops_.set_recycler([](ThreadState* owner, CUcontext, CUevent, CUevent) {
+      if (owner) --owner->pending_refs;
+    });
+  } else {
+    // A context first seen after its window closed: its anchor now, once the job's work is done.
+    gpu_.anchor_new();
+    wait_gpu(wait_ns);
+    if (g_timing == GpuTiming::Cupti) cupti_stop();
+    drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
+    wait_gpu(wait_ns / 10);
+  }
   ops_.abandon(nullptr);
   ranges_.finish();
   if (window_open_) window_edge(fmt::WindowEdge::End, mono_ns(), flags & fmt::kEndSignal ? "signal" : "exit");

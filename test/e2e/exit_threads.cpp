@@ -5,7 +5,8 @@
 // PROGRESS (a file) receives, per thread, its tid and the CLOCK_MONOTONIC time at which each of
 // its launches had returned (the last 1M launches kept), written as they happen into a shared
 // mapping, so that they survive the process: check.py compares them with the trace.
-//   exit_threads PROGRESS HOW [threads=4] [ms=300]
+// GAP_US paces each thread (a pause between its launches; 0: none).
+//   exit_threads PROGRESS HOW [threads=4] [ms=300] [gap_us=0]
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   std::string how = argv[2];
   int threads = argc > 3 ? atoi(argv[3]) : 4;
   int ms = argc > 4 ? atoi(argv[4]) : 300;
+  int gap_us = argc > 5 ? atoi(argv[5]) : 0;
   int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0644);
   size_t bytes = sizeof(ThreadLog) * size_t(threads);
   if (fd < 0 || ftruncate(fd, off_t(bytes)) != 0) return 2;
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
           return;  // the driver is shutting down with the process
         log.ret_ns[i % kRing].store(now_ns(), std::memory_order_relaxed);
         log.launches.store(i + 1, std::memory_order_release);
+        if (gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
       }
     }).detach();
   while (started.load() < threads) std::this_thread::yield();
