@@ -446,9 +446,9 @@ class PerfettoFile {
   void range(const fmt::RangeRec& g) {
     range_body(g.name_id, g.domain_id, g.gpu_ops, g.id, kCatAnnotation);
     uint32_t track = thread_track(g.tid);
-    if (g.kind == uint8_t(fmt::RangeKind::StartEnd))  // not nested in the thread's stack
+    if (fmt::range_kind(g) == fmt::RangeKind::StartEnd)  // not nested in the thread's stack
       track = child_track(children_, process_track_, kStartEndKey, "NVTX start/end ranges");
-    slice(track, g.cpu_begin, g.cpu_end);
+    slice(track, g.cpu_begin, fmt::range_end(g));
     if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start) {
       range_body(g.name_id, g.domain_id, g.gpu_ops, g.id, kCatGpuAnnotation);
       projections_.push_back({g.gpu_start, g.gpu_end, g.tid, body_start_, uint32_t(arena_.size() - body_start_)});

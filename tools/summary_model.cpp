@@ -297,6 +297,7 @@ void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64
 
 void RangeStat::merge(const RangeStat& o) {
   count += o.count;
+  open += o.open;
   cpu.merge(o.cpu);
   gpu.merge(o.gpu);
   gpu_ops += o.gpu_ops;
@@ -535,6 +536,10 @@ struct SummaryModel::FileTotals {
     RangeStat* st = it != ranges.end()               ? &it->second
                     : ranges.size() < kMaxRangeNames ? &ranges[key]
                                                      : &other_ranges;
+    if (fmt::range_open(g)) {
+      ++st->open;
+      return;
+    }
     st->add(g.cpu_begin, g.cpu_end, g.gpu_start, g.gpu_end, g.gpu_ops);
     if (opt.step_sync == 0 && step_name(g.name_id)) {
       int64_t gs = g.gpu_start, ge = g.gpu_end;
@@ -662,7 +667,7 @@ bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) 
       if (timed(op.gpu_start, op.gpu_end)) w->kernel_ns = sat_add(w->kernel_ns, sat_sub(op.gpu_end, op.gpu_start));
     } else if (rec.type() == fmt::RecType::Range && rec.size() >= sizeof(fmt::RangeRec) && opt_.step_sync == 0) {
       const auto& g = rec.as<fmt::RangeRec>();
-      if (!span.in(g.cpu_begin) || !t.step_name(g.name_id)) return;
+      if (!span.in(g.cpu_begin) || fmt::range_open(g) || !t.step_name(g.name_id)) return;
       if (WindowSummary* w = t.window_at(g.cpu_begin)) w->steps.add(std::max<int64_t>(0, g.cpu_end - g.cpu_begin));
     }
   });
@@ -1248,10 +1253,11 @@ Json SummaryModel::to_json() const {
   for (const RangeSummary& g : range_list) {
     const RangeStat& s = g.stat;
     Json& r = range_array.emplace_back(Json::object());
-    r.get_ref<Json::object_t&>().reserve(17);
+    r.get_ref<Json::object_t&>().reserve(18);
     r["name"] = g.name;
     r["domain"] = g.domain;
     r["count"] = s.count;
+    r["open"] = s.open;
     r["cpu_total_ns"] = s.cpu.sum;
     r["cpu_mean_ns"] = s.cpu.mean();
     r["cpu_min_ns"] = s.cpu.min;
