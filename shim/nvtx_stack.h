@@ -53,9 +53,16 @@ class NvtxStacks {
     for (uint32_t i = 0; i < used_; ++i) std::free(at(i)->more);
     std::free(extra_);
   }
-  // The levels of `domain`; nullptr when a new domain cannot be added (out of memory).
+  // The levels of `domain`; nullptr when a new domain cannot be added (out of memory). The first
+  // domain the thread used (mostly the default one) is found with one comparison.
   NvtxLevels* find(const void* domain) {
-    for (uint32_t i = 0; i < used_; ++i)
+    if (__builtin_expect(used_ != 0 && inline_[0].domain == domain, 1)) return &inline_[0];
+    return find_other(domain);
+  }
+
+ private:
+  NvtxLevels* find_other(const void* domain) {
+    for (uint32_t i = 1; i < used_; ++i)
       if (at(i)->domain == domain) return at(i);
     if (used_ >= kInline) {
       uint32_t i = used_ - kInline;
@@ -71,8 +78,6 @@ class NvtxStacks {
     l->domain = domain;
     return l;
   }
-
- private:
   static constexpr uint32_t kInline = 4;
   NvtxLevels* at(uint32_t i) { return i < kInline ? &inline_[i] : &extra_[i - kInline]; }
   NvtxLevels inline_[kInline];
