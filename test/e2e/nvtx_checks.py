@@ -128,6 +128,14 @@ def nvtx_spec_matches_the_oracle(s, c):
     shown = {(r["domain"], r["category"], r["category_name"]) for r in got if r["category"]}
     c.equal("ranges' category names", shown, {(d, i, names.get((d, i))) for d, i, _ in shown})
     c.expect(len({(d, i) for d, i, _ in shown} & set(names)) >= 4, f"named categories on ranges: {sorted(shown)}")
+    # The exports carry category names and colours too.
+    for fmt_, ext in (("chrome", "json"), ("perfetto", "pftrace")):
+        out = os.path.join(d, "t." + ext)
+        p = s.run([s.cutrace, "export", "--format", fmt_, "-o", out, trace])
+        c.require(p.returncode == 0, f"{fmt_} export exited {p.returncode}: {p.stderr[-300:]!r}")
+        data = open(out, "rb").read()
+        for want_bytes in (b"second_cat", b"cat_two_\xe4\xba\x8c", b"#ff112233"):
+            c.expect(want_bytes in data, f"{fmt_} export lacks {want_bytes!r}")
     norm = lambda m: (m[0][:64], *m[1:])  # noqa: E731
     c.equal("marks", sorted(map(norm, cutrace_marks(s, c, trace))), sorted(map(norm, want_marks)))
     got_threads = sorted(t.get("name", "") for t in h.dump_fields(s, c, trace, "Thread") if t.get("name"))
