@@ -429,7 +429,7 @@ struct SummaryModel::FileTotals {
   // in other_ranges. Marks by name string id, likewise.
   std::unordered_map<uint64_t, RangeStat> ranges;
   RangeStat other_ranges;
-  std::unordered_map<uint32_t, uint64_t> marks;
+  std::unordered_map<uint64_t, uint64_t> marks;  // (domain id << 32 | name id) -> count
   uint64_t other_marks = 0;
   std::vector<int8_t> is_step;  // by name string id: -1 not decided yet
   StepStats steps;
@@ -579,10 +579,11 @@ struct SummaryModel::FileTotals {
       if (WindowSummary* w = window_at(step_ends[i + 1])) w->steps.add(step_ends[i + 1] - step_ends[i]);
     }
   }
-  void add_mark(uint32_t name_id) {
-    auto it = marks.find(name_id);
+  void add_mark(uint32_t domain_id, uint32_t name_id) {
+    uint64_t key = uint64_t(domain_id) << 32 | name_id;
+    auto it = marks.find(key);
     if (it != marks.end()) ++it->second;
-    else if (marks.size() < kMaxMarkNames) marks[name_id] = 1;
+    else if (marks.size() < kMaxMarkNames) marks[key] = 1;
     else ++other_marks;
   }
   // Sync call sites: this file's stacks, the stacks of blocking calls whose record is still to
@@ -836,7 +837,7 @@ bool SummaryModel::add(TraceReader& r) {
         break;
       case fmt::RecType::Mark:
         if (rec.size() >= sizeof(fmt::MarkRec) && span.in(rec.as<fmt::MarkRec>().ts)) {
-          t.add_mark(rec.as<fmt::MarkRec>().name_id);
+          t.add_mark(rec.as<fmt::MarkRec>().domain_id, rec.as<fmt::MarkRec>().name_id);
         }
         break;
       case fmt::RecType::CpuSample: {
@@ -919,11 +920,13 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   }
   if (other.count) ranges_[RangeKey{"", kOtherNames}].merge(other);
 
-  std::vector<std::pair<uint32_t, uint64_t>> marks(t.marks.begin(), t.marks.end());
+  std::vector<std::pair<uint64_t, uint64_t>> marks(t.marks.begin(), t.marks.end());
   std::sort(marks.begin(), marks.end());
   uint64_t other_marks = t.other_marks;
-  for (const auto& [id, n] : marks) {
-    std::string name(r.str(id));
+  for (const auto& [key, n] : marks) {  // a non-default domain's marks read "domain: name"
+    uint32_t domain_id = uint32_t(key >> 32);
+    std::string name = domain_id ? std::string(r.str(domain_id)) + ": " : std::string();
+    name += r.str(uint32_t(key));
     auto it = marks_.find(name);
     if (it != marks_.end()) it->second += n;
     else if (marks_.size() < kMaxMarkNames) marks_.emplace(std::move(name), n);

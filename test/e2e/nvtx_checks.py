@@ -138,6 +138,10 @@ def nvtx_spec_matches_the_oracle(s, c):
             c.expect(want_bytes in data, f"{fmt_} export lacks {want_bytes!r}")
     norm = lambda m: (m[0][:64], *m[1:])  # noqa: E731
     c.equal("marks", sorted(map(norm, cutrace_marks(s, c, trace))), sorted(map(norm, want_marks)))
+    # The summary keeps a mark's domain.
+    marks = s.summary(c, d).get("marks", {})
+    for name, n in (("second: second_mark", 1), ("cpp: cpp_mark", 1), ("helper_mark", 1), ("mark_w_\u2713", 1)):
+        c.equal(f"summary marks[{name!r}]", marks.get(name), n)
     got_threads = sorted(t.get("name", "") for t in h.dump_fields(s, c, trace, "Thread") if t.get("name"))
     c.expect(set(want_threads) <= set(got_threads), f"thread names {got_threads}, the oracle's {want_threads}")
 
