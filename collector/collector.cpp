@@ -19,6 +19,7 @@
 #include "collector/names.h"
 #include "collector/ops.h"
 #include "collector/process_info.h"
+#include "collector/nvtx_meta.h"
 #include "collector/ranges.h"
 #include "collector/samplers.h"
 #include "collector/stacks.h"
@@ -496,7 +497,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     wait_gpu(wait_ns / 10);
   }
   ops_.abandon(nullptr);
-  ranges_.finish();
+  ranges_.finish(end_ns);
   if (window_open_) window_edge(fmt::WindowEdge::End, mono_ns(), flags & fmt::kEndSignal ? "signal" : "exit");
   struct timespec cpu {};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)  // what profiling cost this process's CPUs
@@ -927,8 +928,10 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
     a.domain_id = r.nvtx.domain ? w_.intern(static_cast<const char*>(r.nvtx.domain)) : 0;
   }
   switch (r.kind) {
-    case RawKind::RangePush: ranges_.push(tid, ts, a); break;
-    case RawKind::RangePop: ranges_.pop(tid, ts); break;
+    case RawKind::RangePush: ranges_.push(tid, ts, a, uint32_t(r.nvtx.id)); break;
+    case RawKind::RangePop:
+      ranges_.pop(tid, r.nvtx.domain ? w_.intern(static_cast<const char*>(r.nvtx.domain)) : 0, ts, uint32_t(r.nvtx.id));
+      break;
     case RawKind::RangeStart: ranges_.start(r.nvtx.id, tid, ts, a); break;
     case RawKind::RangeEnd: ranges_.end(r.nvtx.id, tid, ts); break;
     case RawKind::Mark: {
@@ -942,6 +945,12 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
       fmt::ThreadRec t{};
       t.tid = uint32_t(r.nvtx.id), t.name_id = name_id();
       w_.add(t, fmt::RecType::Thread);
+      break;
+    }
+    case RawKind::CategoryName: {  // Meta "nvtx_category/<id>/<domain>" (docs/FORMAT.md)
+      const char* dom = r.nvtx.domain ? static_cast<const char*>(r.nvtx.domain) : "";
+      const char* text = r.flags & kRawNameSlot ? d.name.c_str() : r.nvtx.name ? r.nvtx.name : "";
+      w_.meta(category_meta_key(uint32_t(r.nvtx.id), dom), text);
       break;
     }
     default: break;
@@ -1007,6 +1016,7 @@ void Collector::handle(const Drained& d) {
     case RawKind::RangeEnd:
     case RawKind::Mark:
     case RawKind::ThreadName:
+    case RawKind::CategoryName:
       handle_annotation(d, t0);
       break;
     case RawKind::Window:

@@ -324,6 +324,9 @@ struct ApiRec {
 static_assert(sizeof(ApiRec) == 4 + 8 * 4 + 4 * 2 + 2 * 2 + 4);
 
 enum class RangeKind : uint8_t { PushPop = 1, StartEnd = 2 };
+// RangeRec::kind holds the RangeKind in its low bits and this flag: the range's end was not
+// captured (still open at the end of the trace): cpu_end is where the trace ends.
+inline constexpr uint8_t kRangeOpen = 0x80;
 enum class RangeSource : uint8_t { Nvtx = 1, Api = 2 };  // Api: cutrace's C/Python annotation API
 
 struct RangeRec {
@@ -345,6 +348,11 @@ struct RangeRec {
   uint8_t source;      // RangeSource
 };
 static_assert(sizeof(RangeRec) == 4 + 8 * 5 + 4 * 7 + 2 + 1 + 1);
+inline RangeKind range_kind(const RangeRec& g) { return RangeKind(g.kind & ~kRangeOpen); }
+// Open at the end of the trace: flagged, or (older writers) written with cpu_end = 0.
+inline bool range_open(const RangeRec& g) { return (g.kind & kRangeOpen) || g.cpu_end == 0; }
+// Where tools end a range: cpu_end, or cpu_begin for an open range of an older writer.
+inline int64_t range_end(const RangeRec& g) { return g.cpu_end >= g.cpu_begin ? g.cpu_end : g.cpu_begin; }
 
 struct MarkRec {
   RecHeader h;

@@ -12,19 +12,35 @@ OpenRange* RangeTracker::open(uint32_t tid, int64_t ts, const Attrs& a, fmt::Ran
   return r;
 }
 
-void RangeTracker::push(uint32_t tid, int64_t ts, const Attrs& a) {
-  std::vector<OpenRange*>& stack = stacks_[tid];
+void RangeTracker::push(uint32_t tid, int64_t ts, const Attrs& a, uint32_t level) {
+  std::vector<DomainStack>& stacks = stacks_[tid];
+  DomainStack* st = nullptr;
+  for (DomainStack& d : stacks)
+    if (d.domain_id == a.domain_id) st = &d;
+  if (!st) st = &stacks.emplace_back(DomainStack{a.domain_id, {}});
   OpenRange* r = open(tid, ts, a, fmt::RangeKind::PushPop, next_id_++);
-  r->rec.depth = uint16_t(stack.size());
-  stack.push_back(r);
+  r->rec.depth = uint16_t(level > 0xFFFF ? 0xFFFF : level);
+  r->level = level;
+  st->open.push_back(r);
 }
 
-void RangeTracker::pop(uint32_t tid, int64_t ts) {
+void RangeTracker::pop(uint32_t tid, uint32_t domain_id, int64_t ts, uint32_t level) {
   auto it = stacks_.find(tid);
-  if (it == stacks_.end() || it->second.empty()) return;  // a pop without its push (capture began inside)
-  OpenRange* r = it->second.back();
-  it->second.pop_back();
-  close(r, tid, ts);
+  if (it == stacks_.end()) return;
+  for (DomainStack& d : it->second) {
+    if (d.domain_id != domain_id) continue;
+    // Ranges deeper than the pop lost their own pops (not captured): they end open here.
+    while (!d.open.empty() && d.open.back()->level > level) {
+      close_open(d.open.back(), ts);
+      d.open.pop_back();
+    }
+    // A shallower top: this pop's push was not captured (capture began inside it).
+    if (d.open.empty() || d.open.back()->level != level) return;
+    OpenRange* r = d.open.back();
+    d.open.pop_back();
+    close(r, tid, ts);
+    return;
+  }
 }
 
 void RangeTracker::start(uint64_t id, uint32_t tid, int64_t ts, const Attrs& a) {
@@ -46,10 +62,18 @@ void RangeTracker::close(OpenRange* r, uint32_t tid, int64_t ts) {
   maybe_write(r);
 }
 
+void RangeTracker::close_open(OpenRange* r, int64_t end_ts) {
+  r->rec.cpu_end = end_ts > r->rec.cpu_begin ? end_ts : r->rec.cpu_begin;
+  r->rec.kind |= fmt::kRangeOpen;
+  r->closed = true;
+  maybe_write(r);
+}
+
 void RangeTracker::attach(uint32_t tid, std::vector<OpenRange*>* out) {
   auto it = stacks_.find(tid);
   if (it != stacks_.end())
-    for (OpenRange* r : it->second) out->push_back(r);
+    for (DomainStack& d : it->second)
+      for (OpenRange* r : d.open) out->push_back(r);
   for (auto& [id, r] : started_) out->push_back(r);
   for (OpenRange* r : *out) {
     ++r->pending;
@@ -75,17 +99,12 @@ void RangeTracker::maybe_write(OpenRange* r) {
   delete r;
 }
 
-void RangeTracker::finish() {
-  for (auto& [tid, stack] : stacks_)
-    for (OpenRange* r : stack) {
-      r->closed = true;  // cpu_end stays 0: still open when the trace ended
-      maybe_write(r);
-    }
+void RangeTracker::finish(int64_t end_ts) {
+  for (auto& [tid, stacks] : stacks_)
+    for (DomainStack& d : stacks)
+      for (OpenRange* r : d.open) close_open(r, end_ts);
   stacks_.clear();
-  for (auto& [id, r] : started_) {
-    r->closed = true;
-    maybe_write(r);
-  }
+  for (auto& [id, r] : started_) close_open(r, end_ts);
   started_.clear();
 }
 

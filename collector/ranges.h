@@ -14,6 +14,7 @@ namespace cutrace {
 struct OpenRange {
   fmt::RangeRec rec;
   uint32_t pending = 0;  // GPU operations inside whose times are not known yet
+  uint32_t level = 0;    // push/pop: depth in its domain on its thread (rec.depth saturates)
   bool closed = false;
 };
 
@@ -24,24 +25,32 @@ class RangeTracker {
     uint32_t name_id, domain_id, category, color;
     uint8_t source;
   };
-  void push(uint32_t tid, int64_t ts, const Attrs& a);
-  void pop(uint32_t tid, int64_t ts);
+  // Push/pop nest per (thread, domain); `level` is the push's depth in its domain on its thread
+  // (the pop: the depth of the range it ends), as the shim counted it.
+  void push(uint32_t tid, int64_t ts, const Attrs& a, uint32_t level);
+  void pop(uint32_t tid, uint32_t domain_id, int64_t ts, uint32_t level);
   void start(uint64_t id, uint32_t tid, int64_t ts, const Attrs& a);
   void end(uint64_t id, uint32_t tid, int64_t ts);
   // The ranges a GPU operation launched now by `tid` belongs to (each now waits for it).
   void attach(uint32_t tid, std::vector<OpenRange*>* out);
   // That operation's GPU times are known (0 = none).
   void op_done(const std::vector<OpenRange*>& ranges, int64_t gpu_start, int64_t gpu_end);
-  // End of capture: ranges never closed are written with cpu_end = 0.
-  void finish();
+  // End of capture at `end_ts`: ranges never closed are written open (fmt::kRangeOpen), ending
+  // there.
+  void finish(int64_t end_ts);
 
  private:
   OpenRange* open(uint32_t tid, int64_t ts, const Attrs& a, fmt::RangeKind kind, uint64_t id);
   void close(OpenRange* r, uint32_t tid, int64_t ts);
+  void close_open(OpenRange* r, int64_t end_ts);
+  struct DomainStack {
+    uint32_t domain_id;
+    std::vector<OpenRange*> open;
+  };
   void maybe_write(OpenRange* r);
 
   TraceWriter& w_;
-  std::unordered_map<uint32_t, std::vector<OpenRange*>> stacks_;  // tid -> push/pop stack
+  std::unordered_map<uint32_t, std::vector<DomainStack>> stacks_;  // tid -> push/pop stack per domain
   std::unordered_map<uint64_t, OpenRange*> started_;              // start/end ranges by id
   uint64_t next_id_ = 1ull << 62;  // push/pop range ids (NVTX start/end ids stay below)
 };

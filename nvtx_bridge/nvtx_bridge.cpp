@@ -37,19 +37,77 @@ const char* stable_copy(const char* s) {
 
 std::atomic<uint64_t> g_range_ids{1};
 
-// One annotation record. `name` is copied into the record unless it is stable. Returns whether
-// it was recorded. `force` records even outside a capture window (the pop of a range whose push
-// was recorded).
-bool emit(RawKind kind, const char* name, bool stable, uint64_t id, const void* domain, uint32_t category,
-          uint32_t color, RangeSource source, bool force = false) {
+// An annotation's text as emit() takes it: a stable pointer (registered strings, handles,
+// literals; flags 0), or `len` bytes to copy into the record (kRawNameSlot, maybe kRawNameCut).
+struct Name {
+  const char* s = nullptr;
+  uint32_t len = 0;
+  uint16_t flags = 0;
+};
+Name stable_name(const char* s) { return {s, 0, 0}; }
+Name copied_name(const char* s) {
+  if (!s) return {};
+  size_t full = strlen(s);
+  uint32_t n = inline_name_len(s, full);
+  return {s, n, uint16_t(kRawNameSlot | (n < full ? kRawNameCut : 0))};
+}
+
+// One code point as UTF-8 into e[0, 4); returns its length. Invalid ones become U+FFFD.
+uint32_t encode_utf8(uint32_t c, char* e) {
+  if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
+  uint32_t k = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  if (k == 1) {
+    e[0] = char(c);
+    return 1;
+  }
+  for (uint32_t i = k - 1; i > 0; --i, c >>= 6) e[i] = char(0x80 | (c & 0x3F));
+  e[0] = char((k == 2 ? 0xC0 : k == 3 ? 0xE0 : 0xF0) | c);
+  return k;
+}
+// UTF-8 of a wide (UTF-32 on Linux) string into buf[0, cap), NUL-terminated, cut on a character
+// boundary when it does not fit (*cut set).
+uint32_t to_utf8(const wchar_t* w, char* buf, uint32_t cap, bool* cut) {
+  uint32_t n = 0;
+  *cut = false;
+  char e[4];
+  for (; w && *w; ++w) {
+    uint32_t k = encode_utf8(uint32_t(*w), e);
+    if (n + k >= cap) {
+      *cut = true;
+      break;
+    }
+    memcpy(buf + n, e, k), n += k;
+  }
+  buf[n] = 0;
+  return n;
+}
+std::string utf8(const wchar_t* w) {  // registration only (domains, strings, category names)
+  std::string out;
+  char e[4];
+  for (; w && *w; ++w) out.append(e, encode_utf8(uint32_t(*w), e));
+  return out;
+}
+// A wide message converted on the caller's stack (kMaxInlineName bytes at most, as copied names).
+struct WideText {
+  char buf[kMaxInlineName + 1];
+  Name name(const wchar_t* w) {
+    if (!w) return {};
+    bool cut;
+    uint32_t n = to_utf8(w, buf, sizeof buf, &cut);
+    return {buf, n, uint16_t(kRawNameSlot | (cut ? kRawNameCut : 0))};
+  }
+};
+
+// One annotation record. Returns whether it was recorded. `force` records even outside a capture
+// window (the pop of a range whose push was recorded).
+bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
+          RangeSource source, bool force = false) {
   if ((!force && !capture_on()) || t_in_shim) return false;
   ThreadState* ts = thread_state();
   if (!ts || !enter_record(ts, kind, force)) return false;
-  const bool copy = name && !stable;
-  const size_t full = copy ? strlen(name) : 0;
-  const uint32_t n = copy ? inline_name_len(name, full) : 0;
+  const bool copy = nm.flags & kRawNameSlot;
   const bool end = kind == RawKind::RangePop || kind == RawKind::RangeEnd;
-  uint8_t* p = ts->reserve(end ? 33 : copy ? kNoteFixedBytes + n : kNoteFixedBytes + 6);
+  uint8_t* p = ts->reserve(end ? 33 : copy ? kNoteFixedBytes + nm.len : kNoteFixedBytes + 6);
   if (!p) {
     ts->count_lost(kind);
     leave_record(ts);
@@ -59,103 +117,138 @@ bool emit(RawKind kind, const char* name, bool stable, uint64_t id, const void* 
   r.kind = kind;
   r.sub = 0;
   r.api = 0;
-  r.flags = uint16_t((copy ? kRawNameSlot : 0) | (n < full ? kRawNameCut : 0));
-  r.nvtx.name = copy ? nullptr : name;
+  r.flags = nm.flags;
+  r.nvtx.name = copy ? nullptr : nm.s;
   r.nvtx.id = id, r.nvtx.domain = domain, r.nvtx.category = category, r.nvtx.color = color;
   r.nvtx.source = uint8_t(source);
   r.t0 = ticks();
-  ts->commit(pack_note(r, name, n, p));
+  ts->commit(pack_note(r, nm.s, nm.len, p));
   leave_record(ts);
   return true;
 }
 
-// Resolves an event attribute's message: returns the text and whether it is stable.
-const char* message(const nvtxEventAttributes_t* a, bool* stable) {
-  *stable = false;
-  if (!a) return nullptr;
-  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) {
-    *stable = true;
-    return reinterpret_cast<const char*>(a->message.registered);
-  }
-  if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
-  if (a->messageType == NVTX_MESSAGE_TYPE_UNICODE) {
-    *stable = true;
-    return "<unicode message>";
-  }
-  return nullptr;
+// An event attribute's message other than a UNICODE one.
+Name message(const nvtxEventAttributes_t* a) {
+  if (!a) return {};
+  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) return stable_name(reinterpret_cast<const char*>(a->message.registered));
+  if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return copied_name(a->message.ascii);
+  return {};  // UNICODE: the callers' wide path; unknown types carry no text
 }
 uint32_t color(const nvtxEventAttributes_t* a) { return a && a->colorType == NVTX_COLOR_ARGB ? a->color : 0; }
 uint32_t category(const nvtxEventAttributes_t* a) { return a ? a->category : 0; }
+bool is_unicode(const nvtxEventAttributes_t* a) { return a && a->messageType == NVTX_MESSAGE_TYPE_UNICODE; }
 
-int push(const char* name, bool stable, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
-  capture_nvtx_push(name);  // may open a capture window (CUTRACE_CAPTURE_RANGE=nvtx)
-  bool recorded = emit(RawKind::RangePush, name, stable, 0, domain, cat, col, src);
-  ThreadState* ts = t_state;
-  if (!ts) return 0;
-  int depth = ts->nvtx_depth++;
-  // Remember which pushes were recorded, so that exactly their pops are (a dropped push must
-  // not let its pop close the enclosing range).
-  if (depth < 64) ts->nvtx_recorded = recorded ? ts->nvtx_recorded | (1ull << depth) : ts->nvtx_recorded & ~(1ull << depth);
+// Push/pop nest per (thread, domain). A push record carries its level in `id`, a pop the level it
+// ends: the collector pairs them by level (a pop whose push was not captured closes nothing).
+int push(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
+  ThreadState* ts = t_in_shim ? nullptr : thread_state();
+  NvtxLevels* l = ts ? ts->nvtx.find(domain) : nullptr;
+  const int depth = l ? l->depth : 0;
+  // May open a capture window (CUTRACE_CAPTURE_RANGE=nvtx); a converted wide name is NUL-terminated.
+  capture_nvtx_push(nm.s, domain, l ? depth : -1);
+  bool recorded = emit(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src);
+  if (!l) return depth;
+  l->set(depth, recorded);  // false (no memory): the pop is not recorded, the range stays open
+  l->depth = depth + 1;
   return depth;
 }
 int pop(const void* domain, RangeSource src) {
   ThreadState* ts = t_state;
-  int depth = ts ? ts->nvtx_depth - 1 : -1;
-  if (depth >= 0 && depth < 64 && (ts->nvtx_recorded >> depth & 1))
-    emit(RawKind::RangePop, nullptr, true, 0, domain, 0, 0, src, /*force=*/true);
-  capture_nvtx_pop();  // may close the window
-  if (depth < 0) return -1;
-  ts->nvtx_depth = depth;
+  NvtxLevels* l = ts && !t_in_shim ? ts->nvtx.find(domain) : nullptr;
+  if (!l || l->depth == 0) return -1;  // nothing open in this domain: ends nothing
+  const int depth = --l->depth;
+  if (l->recorded(depth)) emit(RawKind::RangePop, {}, uint64_t(depth), domain, 0, 0, src, /*force=*/true);
+  capture_nvtx_pop(domain, depth);  // may close the window
   return depth;
 }
-uint64_t start(const char* name, bool stable, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
+uint64_t start(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
   uint64_t id = g_range_ids.fetch_add(1, std::memory_order_relaxed);
-  emit(RawKind::RangeStart, name, stable, id, domain, cat, col, src);
+  emit(RawKind::RangeStart, nm, id, domain, cat, col, src);
   return id;
 }
-void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, nullptr, true, id, nullptr, 0, 0, src); }
+void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, {}, id, nullptr, 0, 0, src); }
 
 // ---- NVTX callbacks (domain module; the core Ex callbacks are its default domain) ----
+// A UNICODE message needs a conversion buffer: those calls take the out-of-line wide path.
+__attribute__((noinline)) void mark_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  WideText w;
+  emit(RawKind::Mark, w.name(a->message.unicode), 0, d, category(a), color(a), RangeSource::Nvtx);
+}
+__attribute__((noinline)) uint64_t start_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  WideText w;
+  return start(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
+}
+__attribute__((noinline)) int push_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  WideText w;
+  return push(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
+}
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  emit(RawKind::Mark, m, st, 0, d, category(a), color(a), RangeSource::Nvtx);
+  if (is_unicode(a)) return mark_wide(d, a);
+  emit(RawKind::Mark, message(a), 0, d, category(a), color(a), RangeSource::Nvtx);
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  return start(m, st, d, category(a), color(a), RangeSource::Nvtx);
+  if (is_unicode(a)) return start_wide(d, a);
+  return start(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  bool st;
-  const char* m = message(a, &st);
-  return push(m, st, d, category(a), color(a), RangeSource::Nvtx);
+  if (is_unicode(a)) return push_wide(d, a);
+  return push(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop(d, RangeSource::Nvtx); }
-void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t, uint32_t, const char*) {}
+// Names (categories, threads) hold for the whole trace: recorded outside capture windows too.
+void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t id, const char* name) {
+  emit(RawKind::CategoryName, copied_name(name), id, d, 0, 0, RangeSource::Nvtx, /*force=*/true);
+}
+void NVTX_API DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t id, const wchar_t* name) {
+  WideText w;
+  emit(RawKind::CategoryName, w.name(name), id, d, 0, 0, RangeSource::Nvtx, /*force=*/true);
+}
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
   return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(stable_copy(s)));
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(stable_copy(utf8(s).c_str())));
 }
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
   // The handle is the domain's stable name: the collector interns it as the domain's string.
   return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(stable_copy(name)));
+}
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(stable_copy(utf8(name).c_str())));
 }
 void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}
 void NVTX_API Initialize(const void*) {}
 
 // ---- NVTX callbacks (core module) ----
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { DomainMarkEx(nullptr, a); }
-void NVTX_API MarkA(const char* m) { emit(RawKind::Mark, m, false, 0, nullptr, 0, 0, RangeSource::Nvtx); }
+void NVTX_API MarkA(const char* m) { emit(RawKind::Mark, copied_name(m), 0, nullptr, 0, 0, RangeSource::Nvtx); }
+void NVTX_API MarkW(const wchar_t* m) {
+  WideText w;
+  emit(RawKind::Mark, w.name(m), 0, nullptr, 0, 0, RangeSource::Nvtx);
+}
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return DomainRangeStartEx(nullptr, a); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return start(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return start(copied_name(m), nullptr, 0, 0, RangeSource::Nvtx); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
+  WideText w;
+  return start(w.name(m), nullptr, 0, 0, RangeSource::Nvtx);
+}
 void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return DomainRangePushEx(nullptr, a); }
-int NVTX_API RangePushA(const char* m) { return push(m, false, nullptr, 0, 0, RangeSource::Nvtx); }
+int NVTX_API RangePushA(const char* m) { return push(copied_name(m), nullptr, 0, 0, RangeSource::Nvtx); }
+int NVTX_API RangePushW(const wchar_t* m) {
+  WideText w;
+  return push(w.name(m), nullptr, 0, 0, RangeSource::Nvtx);
+}
 int NVTX_API RangePop() { return pop(nullptr, RangeSource::Nvtx); }
-void NVTX_API NameCategoryA(uint32_t, const char*) {}
+void NVTX_API NameCategoryA(uint32_t id, const char* name) { DomainNameCategoryA(nullptr, id, name); }
+void NVTX_API NameCategoryW(uint32_t id, const wchar_t* name) { DomainNameCategoryW(nullptr, id, name); }
 void NVTX_API NameOsThreadA(uint32_t tid, const char* name) {
-  emit(RawKind::ThreadName, name, false, tid, nullptr, 0, 0, RangeSource::Nvtx);
+  emit(RawKind::ThreadName, copied_name(name), tid, nullptr, 0, 0, RangeSource::Nvtx, /*force=*/true);
+}
+void NVTX_API NameOsThreadW(uint32_t tid, const wchar_t* name) {
+  WideText w;
+  emit(RawKind::ThreadName, w.name(name), tid, nullptr, 0, 0, RangeSource::Nvtx, /*force=*/true);
 }
 
 template <class F>
@@ -185,6 +278,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     set(t, n, NVTX_CBID_CORE_RangePop, RangePop);
     set(t, n, NVTX_CBID_CORE_NameCategoryA, NameCategoryA);
     set(t, n, NVTX_CBID_CORE_NameOsThreadA, NameOsThreadA);
+    set(t, n, NVTX_CBID_CORE_MarkW, MarkW);
+    set(t, n, NVTX_CBID_CORE_RangeStartW, RangeStartW);
+    set(t, n, NVTX_CBID_CORE_RangePushW, RangePushW);
+    set(t, n, NVTX_CBID_CORE_NameCategoryW, NameCategoryW);
+    set(t, n, NVTX_CBID_CORE_NameOsThreadW, NameOsThreadW);
   }
   if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n)) {
     set(t, n, NVTX_CBID_CORE2_DomainMarkEx, DomainMarkEx);
@@ -195,6 +293,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     set(t, n, NVTX_CBID_CORE2_DomainNameCategoryA, DomainNameCategoryA);
     set(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, DomainRegisterStringA);
     set(t, n, NVTX_CBID_CORE2_DomainCreateA, DomainCreateA);
+    set(t, n, NVTX_CBID_CORE2_DomainNameCategoryW, DomainNameCategoryW);
+    set(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, DomainRegisterStringW);
+    set(t, n, NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
     set(t, n, NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
     set(t, n, NVTX_CBID_CORE2_Initialize, Initialize);
   }
@@ -204,13 +305,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
 // ---- cutrace's own annotation API (cutrace_api.h) ----
 #define CUTRACE_API extern "C" __attribute__((visibility("default")))
 CUTRACE_API int cutrace_api_version(void) { return 1; }
-CUTRACE_API void cutrace_range_push(const char* name) { push(name, false, nullptr, 0, 0, RangeSource::Api); }
+CUTRACE_API void cutrace_range_push(const char* name) { push(copied_name(name), nullptr, 0, 0, RangeSource::Api); }
 CUTRACE_API void cutrace_range_pop(void) { pop(nullptr, RangeSource::Api); }
-CUTRACE_API uint64_t cutrace_range_start(const char* name) { return start(name, false, nullptr, 0, 0, RangeSource::Api); }
+CUTRACE_API uint64_t cutrace_range_start(const char* name) { return start(copied_name(name), nullptr, 0, 0, RangeSource::Api); }
 CUTRACE_API void cutrace_range_end(uint64_t h) {
   if (h) end(h, RangeSource::Api);
 }
-CUTRACE_API void cutrace_mark(const char* name) { emit(RawKind::Mark, name, false, 0, nullptr, 0, 0, RangeSource::Api); }
+CUTRACE_API void cutrace_mark(const char* name) { emit(RawKind::Mark, copied_name(name), 0, nullptr, 0, 0, RangeSource::Api); }
 CUTRACE_API void cutrace_capture_start(void) { capture_begin_from_app("api"); }
 CUTRACE_API void cutrace_capture_stop(void) { capture_end_from_app("api"); }
 CUTRACE_API int cutrace_capturing(void) { return capture_on() ? 1 : 0; }

@@ -34,11 +34,11 @@ void publish_edge(fmt::WindowEdge edge, const char* reason) {
   ts->commit(pack_note(r, nullptr, 0, p));
 }
 
-// NVTX trigger state: ranges matching the pattern seen so far, and the depth of the one that
-// opened the window (push/pop nesting on the thread that opened it).
+// NVTX trigger state: ranges matching the pattern seen so far, and the domain and level of the
+// push that opened the window (on the thread that opened it).
 std::atomic<long> g_matches{0};
-__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 __thread int t_window_depth __attribute__((tls_model("initial-exec"))) = -1;
+__thread const void* t_window_domain __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Is the k-th matching range (0-based) one to capture? A-B, and with a period N also A+N..B+N, ...
 bool wanted_range(const Config& c, long k) {
@@ -66,21 +66,19 @@ void capture_end_from_app(const char* reason, bool last) {
   if (g_timing == GpuTiming::Cupti) cupti_window(false, last);
 }
 
-void capture_nvtx_push(const char* name) {
+void capture_nvtx_push(const char* name, const void* domain, int depth) {
   const Config& c = config();
-  int depth = t_depth++;
   if (c.capture != CaptureRange::Nvtx || !name || fnmatch(c.nvtx_glob.c_str(), name, 0) != 0) return;
   long k = g_matches.fetch_add(1, std::memory_order_relaxed);
   if (wanted_range(c, k) && !g_capture_on.load(std::memory_order_relaxed)) {
-    t_window_depth = depth;
+    t_window_depth = depth, t_window_domain = domain;
     capture_begin_from_app("nvtx");
   }
 }
 
-void capture_nvtx_pop() {
+void capture_nvtx_pop(const void* domain, int depth) {
   const Config& c = config();
-  if (t_depth > 0) --t_depth;
-  if (c.capture != CaptureRange::Nvtx || t_window_depth != t_depth) return;
+  if (c.capture != CaptureRange::Nvtx || depth < 0 || t_window_depth != depth || t_window_domain != domain) return;
   long seen = g_matches.load(std::memory_order_relaxed);
   if (!wanted_range(c, seen)) {  // the last wanted range of a block just ended
     t_window_depth = -1;

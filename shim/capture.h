@@ -11,9 +11,9 @@ void capture_begin_from_app(const char* reason);
 // `last`: no window can follow (NVTX steps without a repeat): CUPTI's callbacks may go off.
 void capture_end_from_app(const char* reason, bool last = false);
 
-// NVTX trigger (CUTRACE_CAPTURE_RANGE=nvtx): called for every range push/start and pop/end,
-// even while capture is off. `name` may be null for pops.
-void capture_nvtx_push(const char* name);
-void capture_nvtx_pop();
+// NVTX trigger (CUTRACE_CAPTURE_RANGE=nvtx): called for every range push and pop, even while
+// capture is off, with the push's level in its domain on this thread (pop: the level it ends).
+void capture_nvtx_push(const char* name, const void* domain, int depth);
+void capture_nvtx_pop(const void* domain, int depth);
 
 }  // namespace cutrace

@@ -24,8 +24,9 @@ enum class RawKind : uint8_t {
   ThreadName = 14,
   Window = 15,      // capture window edge (sub = fmt::WindowEdge)
   Context = 16,     // the thread's current context changed: the calls after it ran in `ctx`
+  CategoryName = 17,  // NVTX category `id` of `domain` named
 };
-inline constexpr int kRawKinds = 17;
+inline constexpr int kRawKinds = 18;
 
 enum RawFlags : uint16_t {
   kRawPerThread = 1 << 0,  // stream 0 means the per-thread default stream

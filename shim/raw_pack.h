@@ -134,7 +134,7 @@ inline uint32_t pack_note(const RawRecord& r, const char* name, uint32_t name_le
       break;
     case RawKind::Window: p = put(p, u64(r.nvtx.name)); break;
     case RawKind::Context: p = put(p, u64(r.ctx)); break;
-    default:  // RangePush, RangeStart, Mark, ThreadName
+    default:  // RangePush, RangeStart, Mark, ThreadName, CategoryName
       p = put(p, r.nvtx.id), p = put(p, u64(r.nvtx.domain)), p = put(p, r.nvtx.category);
       p = put(p, r.nvtx.color), p = put(p, r.nvtx.source);
       if (r.flags & kRawNameSlot) {

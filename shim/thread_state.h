@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include "shim/backtrace.h"
+#include "shim/nvtx_stack.h"
 #include "shim/raw.h"
 #include "shim/raw_pack.h"
 #include "shim/record_buffer.h"
@@ -71,8 +72,7 @@ struct ThreadState {
   }
   uint8_t* reserve_slow(uint32_t n);
   void count_lost(RawKind k);  // owner: one record of kind k not recorded (budget in use)
-  int nvtx_depth = 0;          // push/pop nesting, owner only (NVTX returns it)
-  uint64_t nvtx_recorded = 0;  // bit d: the push at depth d was recorded (its pop must be)
+  NvtxStacks nvtx;  // push/pop nesting per domain, owner only (NVTX returns the depth)
   CUevent take_event(CUcontext ctx);  // pooled event for ctx; creates one if the pool is empty
   EventPool* pool_for(CUcontext ctx);
 };

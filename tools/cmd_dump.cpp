@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "collector/nvtx_meta.h"
 #include "collector/reader.h"
 #include "tools/commands.h"
 #include "tools/losses.h"
@@ -73,10 +74,13 @@ std::string end_flags(uint32_t flags) {
   return flag_names(flags, names, std::size(names));
 }
 
-const char* range_kind_name(uint8_t kind) {
-  return kind == uint8_t(tf::RangeKind::PushPop)    ? "push_pop"
-         : kind == uint8_t(tf::RangeKind::StartEnd) ? "start_end"
-                                                     : "unknown";
+const char* range_kind_name(const tf::RangeRec& g) {
+  const bool open = tf::range_open(g);
+  switch (tf::range_kind(g)) {
+    case tf::RangeKind::PushPop: return open ? "push_pop open" : "push_pop";
+    case tf::RangeKind::StartEnd: return open ? "start_end open" : "start_end";
+    default: return "unknown";
+  }
 }
 
 const char* range_source_name(uint8_t source) {
@@ -129,6 +133,11 @@ class RecordPrinter {
 
  private:
   std::string s(uint32_t id) const { return format_copies("#{} {}", id, quote(r_.str(id))); }
+  // An NVTX category id, with its name when the trace names it (Meta nvtx_category/...).
+  std::string category(uint32_t id, uint32_t domain_id) const {
+    std::string_view n = id ? r_.meta(cutrace::category_meta_key(id, domain_id ? r_.str(domain_id) : "")) : "";
+    return n.empty() ? std::to_string(id) : format_copies("{} {}", id, quote(n));
+  }
   std::string api(uint16_t id) const { return format_copies("#{} {}", id, quote(r_.api_name(id))); }
   std::string cpu(int64_t b, int64_t e) const {
     return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, span(b, e));
@@ -266,8 +275,8 @@ std::string RecordPrinter::operation(const Record& rec) const {
       return format_copies(
           "id={} kind={} source={} tid={} end_tid={} depth={} name={} domain={} category={} "
           "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}",
-          g.id, range_kind_name(g.kind), range_source_name(g.source), g.tid, g.end_tid, g.depth,
-          s(g.name_id), s(g.domain_id), g.category, g.color, cpu(g.cpu_begin, g.cpu_end),
+          g.id, range_kind_name(g), range_source_name(g.source), g.tid, g.end_tid, g.depth,
+          s(g.name_id), s(g.domain_id), category(g.category, g.domain_id), g.color, cpu(g.cpu_begin, tf::range_end(g)),
           g.gpu_start, g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0,
           g.gpu_ops);
     }
@@ -276,7 +285,7 @@ std::string RecordPrinter::operation(const Record& rec) const {
       const auto& k = rec.as<tf::MarkRec>();
       return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}",
                            k.ts, range_source_name(k.source), k.tid, s(k.name_id), s(k.domain_id),
-                           k.category, k.color);
+                           category(k.category, k.domain_id), k.color);
     }
     default:
       return {};

@@ -439,7 +439,7 @@ void print_sync_sites(const SummaryModel& m) {
 std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r, bool exact_stats) {
   bool gpu = r.gpu.n != 0;
   return {ellipsize(name),
-          human_count(r.count),
+          r.open ? fmt::format("{} (+{} open)", human_count(r.count), human_count(r.open)) : human_count(r.count),
           human_ns(r.cpu.sum),
           human_ns(r.cpu.mean()),
           exact_stats ? human_ns(r.cpu.median()) : "",

@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/nvtx_meta.h"
 #include "collector/reader.h"
 #include "tools/export_common.h"
 #include "tools/losses.h"
@@ -435,9 +436,30 @@ class ChromeFile {
     end_event();
   }
 
-  void range_args(uint64_t id, uint32_t domain_id, uint32_t gpu_ops) {
+  // NVTX category (with its name, when the trace has one) and ARGB colour, as args.
+  void category_color(uint32_t domain_id, uint32_t category, uint32_t color) {
+    if (category) {
+      o_ += ",\"category\":";
+      put_u64(o_, category);
+      std::string_view n = r_.meta(category_meta_key(category, domain_id ? r_.str(domain_id) : ""));
+      if (!n.empty()) {
+        o_ += ",\"category name\":";
+        append_json_string(o_, n);
+      }
+    }
+    if (color) {
+      char c[16];
+      std::snprintf(c, sizeof c, "\"#%08x\"", color);
+      o_ += ",\"color\":";
+      o_ += c;
+    }
+  }
+  void range_args(uint64_t id, uint32_t domain_id, uint32_t gpu_ops, bool open = false, uint32_t category = 0,
+                  uint32_t color = 0) {
     o_ += ",\"args\":{\"gpu ops\":";
     put_u64(o_, gpu_ops);
+    if (open) o_ += ",\"open\":true";  // not ended when the trace ended
+    category_color(domain_id, category, color);
     if (id) {
       o_ += ",\"External id\":";
       put_u64(o_, id);
@@ -454,7 +476,9 @@ class ChromeFile {
   // draw on a track of its own. GPU copies (gpu_user_annotation) are written at the end.
   void range(const fmt::RangeRec& g) {
     host_tids_.insert(uint32_t(g.tid));  // a copy: the packed field may be misaligned
-    if (g.kind == uint8_t(fmt::RangeKind::StartEnd)) {
+    const int64_t end = fmt::range_end(g);
+    const bool open = fmt::range_open(g);
+    if (fmt::range_kind(g) == fmt::RangeKind::StartEnd) {
       char id[24];
       std::snprintf(id, sizeof id, "\"0x%llx\"", static_cast<unsigned long long>(g.id));
       for (int edge = 0; edge < 2; ++edge) {
@@ -469,16 +493,16 @@ class ChromeFile {
         o_ += ",\"tid\":";
         put_u64(o_, edge ? g.end_tid : g.tid);
         o_ += ",\"ts\":";
-        put_us(o_, rel(edge ? g.cpu_end : g.cpu_begin));
-        if (!edge) range_args(g.id, g.domain_id, g.gpu_ops);
+        put_us(o_, rel(edge ? end : g.cpu_begin));
+        if (!edge) range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color);
         end_event();
       }
       return;
     }
-    int64_t b = g.cpu_begin, e = g.cpu_end;
+    int64_t b = g.cpu_begin, e = end;
     plan_.host_times(ord_, &b, &e);
     x_head("user_annotation", name(g.name_id), pid_, g.tid, b, e);
-    range_args(g.id, g.domain_id, g.gpu_ops);
+    range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color);
     end_event();
   }
 
@@ -501,9 +525,10 @@ class ChromeFile {
   void mark(const fmt::MarkRec& m) {
     host_tids_.insert(uint32_t(m.tid));
     instant("user_annotation", name(m.name_id), 't', m.tid, m.ts);
-    if (m.domain_id) {
+    if (m.domain_id || m.category || m.color) {
       o_ += ",\"args\":{\"domain\":";
-      o_ += name(m.domain_id);
+      o_ += m.domain_id ? name(m.domain_id) : std::string("\"\"");
+      category_color(m.domain_id, m.category, m.color);
       o_ += '}';
     }
     end_event();

@@ -52,6 +52,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/nvtx_meta.h"
 #include "collector/reader.h"
 #include "tools/export_common.h"
 #include "tools/exports.h"
@@ -89,12 +90,13 @@ const char* const kCategories[] = {"cuda_driver", "kernel", "gpu_memcpy", "gpu_m
 enum Ann : uint8_t {
   kAnnDevice = 1, kAnnStream, kAnnCorrelation, kAnnGrid, kAnnBlock, kAnnRegs, kAnnSmem, kAnnCbid,
   kAnnBytes, kAnnBandwidth, kAnnResult, kAnnDomain, kAnnGpuOps, kAnnAddress, kAnnCount, kAnnKind,
-  kAnnInferred, kAnnRangeId,
+  kAnnInferred, kAnnRangeId, kAnnOpen, kAnnCategory, kAnnCategoryName, kAnnColor,
 };
 const char* const kAnnotationNames[] = {"device", "stream", "correlation", "grid", "block",
                                         "registers per thread", "shared memory", "cbid", "bytes",
                                         "memory bandwidth (GB/s)", "result", "domain", "gpu ops",
-                                        "address", "count", "kind", "inferred start", "range id"};
+                                        "address", "count", "kind", "inferred start", "range id",
+                                        "open", "category", "category name", "color"};
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -443,12 +445,27 @@ class PerfettoFile {
     ann_int(kAnnGpuOps, gpu_ops);
     ann_int(kAnnRangeId, int64_t(id));
   }
+  // NVTX category (and its name, when the trace has one) and ARGB colour.
+  void category_color(uint32_t domain_id, uint32_t category, uint32_t color) {
+    if (category) {
+      ann_int(kAnnCategory, category);
+      std::string_view n = r_.meta(category_meta_key(category, domain_id ? r_.str(domain_id) : ""));
+      if (!n.empty()) ann_str(kAnnCategoryName, n);
+    }
+    if (color) {
+      char c[16];
+      std::snprintf(c, sizeof c, "#%08x", color);
+      ann_str(kAnnColor, c);
+    }
+  }
   void range(const fmt::RangeRec& g) {
     range_body(g.name_id, g.domain_id, g.gpu_ops, g.id, kCatAnnotation);
+    category_color(g.domain_id, g.category, g.color);
+    if (fmt::range_open(g)) ann_int(kAnnOpen, 1);  // not ended when the trace ended
     uint32_t track = thread_track(g.tid);
-    if (g.kind == uint8_t(fmt::RangeKind::StartEnd))  // not nested in the thread's stack
+    if (fmt::range_kind(g) == fmt::RangeKind::StartEnd)  // not nested in the thread's stack
       track = child_track(children_, process_track_, kStartEndKey, "NVTX start/end ranges");
-    slice(track, g.cpu_begin, g.cpu_end);
+    slice(track, g.cpu_begin, fmt::range_end(g));
     if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start) {
       range_body(g.name_id, g.domain_id, g.gpu_ops, g.id, kCatGpuAnnotation);
       projections_.push_back({g.gpu_start, g.gpu_end, g.tid, body_start_, uint32_t(arena_.size() - body_start_)});
@@ -457,6 +474,7 @@ class PerfettoFile {
   void mark(const fmt::MarkRec& m) {
     body_begin(name_iid(m.name_id), kCatAnnotation);
     if (m.domain_id) ann_str(kAnnDomain, r_.str(m.domain_id));
+    category_color(m.domain_id, m.category, m.color);
     instant(thread_track(m.tid), m.ts);
   }
   void cpu_sample(const fmt::CpuSampleRec& c) {

@@ -86,8 +86,8 @@ void ChromePlan::build(TraceReader& r) {
       }
       case fmt::RecType::Range: {
         const fmt::RangeRec g = rec.as<fmt::RangeRec>();
-        if (g.kind == uint8_t(fmt::RangeKind::StartEnd)) break;
-        Slice s = slice(g.cpu_begin, g.cpu_end, n);
+        if (fmt::range_kind(g) == fmt::RangeKind::StartEnd) break;
+        Slice s = slice(g.cpu_begin, fmt::range_end(g), n);
         host[g.tid].push_back(s);
         ranges.push_back({n, g.id, g.tid, g.name_id, s.b, s.e});
         break;

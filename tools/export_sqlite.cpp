@@ -728,9 +728,9 @@ struct Exporter::FileState {
   bool range(const fmt::RangeRec& g) {
     int64_t dom;
     if (!domain_id(g.domain_id, g.cpu_begin, g.tid, &dom)) return false;
-    bool start_end = g.kind == uint8_t(fmt::RangeKind::StartEnd);
+    bool start_end = fmt::range_kind(g) == fmt::RangeKind::StartEnd;
     uint32_t color = g.color, category = g.category;
-    return x.nvtx_.run({t(g.cpu_begin), t(g.cpu_end), start_end ? kNvtxStartEnd : kNvtxPushPop,
+    return x.nvtx_.run({t(g.cpu_begin), t(fmt::range_end(g)), start_end ? kNvtxStartEnd : kNvtxPushPop,
                         start_end ? Val(int64_t(g.id)) : kNull, category ? Val(category) : kNull,
                         color ? Val(color) : kNull, r.str(g.name_id), gtid(g.tid),
                         start_end ? Val(gtid(g.end_tid)) : kNull, kNull, dom, kNull, kNull, kNull, kNull, kNull,

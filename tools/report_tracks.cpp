@@ -200,13 +200,14 @@ class Loader {
       }
       case T::Range: {
         const auto& g = rec.as<fmt::RangeRec>();
-        int64_t gb = at(g.cpu_begin), gend = at(g.cpu_end);
+        int64_t gb = at(g.cpu_begin), gend = at(fmt::range_end(g));
         extent(gb, gend);
         if (!keep(gb, gend)) break;
         std::string d = ::fmt::format("GPU ops launched inside {}", +g.gpu_ops);
         if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
           d += ::fmt::format("  GPU projection {}", tools::human_ns(g.gpu_end - g.gpu_start));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
+        if (fmt::range_open(g)) d += "  open: not ended when the trace ended";
         f_->threads[+g.tid].add(gb, gend - gb, str(r_->str(g.name_id)),
                                EventKind::Range, g.depth, 0, 0, str(d));
         int& md = f_->max_depth[+g.tid];

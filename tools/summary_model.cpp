@@ -297,6 +297,7 @@ void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64
 
 void RangeStat::merge(const RangeStat& o) {
   count += o.count;
+  open += o.open;
   cpu.merge(o.cpu);
   gpu.merge(o.gpu);
   gpu_ops += o.gpu_ops;
@@ -428,7 +429,7 @@ struct SummaryModel::FileTotals {
   // in other_ranges. Marks by name string id, likewise.
   std::unordered_map<uint64_t, RangeStat> ranges;
   RangeStat other_ranges;
-  std::unordered_map<uint32_t, uint64_t> marks;
+  std::unordered_map<uint64_t, uint64_t> marks;  // (domain id << 32 | name id) -> count
   uint64_t other_marks = 0;
   std::vector<int8_t> is_step;  // by name string id: -1 not decided yet
   StepStats steps;
@@ -535,6 +536,10 @@ struct SummaryModel::FileTotals {
     RangeStat* st = it != ranges.end()               ? &it->second
                     : ranges.size() < kMaxRangeNames ? &ranges[key]
                                                      : &other_ranges;
+    if (fmt::range_open(g)) {
+      ++st->open;
+      return;
+    }
     st->add(g.cpu_begin, g.cpu_end, g.gpu_start, g.gpu_end, g.gpu_ops);
     if (opt.step_sync == 0 && step_name(g.name_id)) {
       int64_t gs = g.gpu_start, ge = g.gpu_end;
@@ -574,10 +579,11 @@ struct SummaryModel::FileTotals {
       if (WindowSummary* w = window_at(step_ends[i + 1])) w->steps.add(step_ends[i + 1] - step_ends[i]);
     }
   }
-  void add_mark(uint32_t name_id) {
-    auto it = marks.find(name_id);
+  void add_mark(uint32_t domain_id, uint32_t name_id) {
+    uint64_t key = uint64_t(domain_id) << 32 | name_id;
+    auto it = marks.find(key);
     if (it != marks.end()) ++it->second;
-    else if (marks.size() < kMaxMarkNames) marks[name_id] = 1;
+    else if (marks.size() < kMaxMarkNames) marks[key] = 1;
     else ++other_marks;
   }
   // Sync call sites: this file's stacks, the stacks of blocking calls whose record is still to
@@ -662,7 +668,7 @@ bool SummaryModel::window_pass(TraceReader& r, FileTotals& t, const Span& span) 
       if (timed(op.gpu_start, op.gpu_end)) w->kernel_ns = sat_add(w->kernel_ns, sat_sub(op.gpu_end, op.gpu_start));
     } else if (rec.type() == fmt::RecType::Range && rec.size() >= sizeof(fmt::RangeRec) && opt_.step_sync == 0) {
       const auto& g = rec.as<fmt::RangeRec>();
-      if (!span.in(g.cpu_begin) || !t.step_name(g.name_id)) return;
+      if (!span.in(g.cpu_begin) || fmt::range_open(g) || !t.step_name(g.name_id)) return;
       if (WindowSummary* w = t.window_at(g.cpu_begin)) w->steps.add(std::max<int64_t>(0, g.cpu_end - g.cpu_begin));
     }
   });
@@ -831,7 +837,7 @@ bool SummaryModel::add(TraceReader& r) {
         break;
       case fmt::RecType::Mark:
         if (rec.size() >= sizeof(fmt::MarkRec) && span.in(rec.as<fmt::MarkRec>().ts)) {
-          t.add_mark(rec.as<fmt::MarkRec>().name_id);
+          t.add_mark(rec.as<fmt::MarkRec>().domain_id, rec.as<fmt::MarkRec>().name_id);
         }
         break;
       case fmt::RecType::CpuSample: {
@@ -914,11 +920,13 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   }
   if (other.count) ranges_[RangeKey{"", kOtherNames}].merge(other);
 
-  std::vector<std::pair<uint32_t, uint64_t>> marks(t.marks.begin(), t.marks.end());
+  std::vector<std::pair<uint64_t, uint64_t>> marks(t.marks.begin(), t.marks.end());
   std::sort(marks.begin(), marks.end());
   uint64_t other_marks = t.other_marks;
-  for (const auto& [id, n] : marks) {
-    std::string name(r.str(id));
+  for (const auto& [key, n] : marks) {  // a non-default domain's marks read "domain: name"
+    uint32_t domain_id = uint32_t(key >> 32);
+    std::string name = domain_id ? std::string(r.str(domain_id)) + ": " : std::string();
+    name += r.str(uint32_t(key));
     auto it = marks_.find(name);
     if (it != marks_.end()) it->second += n;
     else if (marks_.size() < kMaxMarkNames) marks_.emplace(std::move(name), n);
@@ -1248,10 +1256,11 @@ Json SummaryModel::to_json() const {
   for (const RangeSummary& g : range_list) {
     const RangeStat& s = g.stat;
     Json& r = range_array.emplace_back(Json::object());
-    r.get_ref<Json::object_t&>().reserve(17);
+    r.get_ref<Json::object_t&>().reserve(18);
     r["name"] = g.name;
     r["domain"] = g.domain;
     r["count"] = s.count;
+    r["open"] = s.open;
     r["cpu_total_ns"] = s.cpu.sum;
     r["cpu_mean_ns"] = s.cpu.mean();
     r["cpu_min_ns"] = s.cpu.min;

@@ -239,7 +239,8 @@ struct ApiStat {
 };
 
 struct RangeStat {
-  uint64_t count = 0;
+  uint64_t count = 0;  // closed ranges: the statistics below are theirs
+  uint64_t open = 0;   // ranges not ended when the trace ended: counted apart, in no statistic
   Dist cpu;  // cpu_end - cpu_begin, never negative
   Dist gpu;  // GPU projections (gpu.n of the ranges have one)
   uint64_t gpu_ops = 0;

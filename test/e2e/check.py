@@ -2181,6 +2181,9 @@ TESTS.extend(serve_checks.TESTS)
 # The lossless-capture tests live in capture_checks.py.
 import capture_checks  # noqa: E402
 TESTS.extend(capture_checks.TESTS)
+# The NVTX specification tests (the oracle comparison) live in nvtx_checks.py.
+import nvtx_checks  # noqa: E402
+TESTS.extend(nvtx_checks.TESTS)
 
 
 def run_test(t, s):

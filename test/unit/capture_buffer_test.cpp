@@ -1,9 +1,11 @@
-// The capture buffer's pieces on their own: records packed and unpacked field for field, and the
-// chunk pool handing out at most its budget, taking chunks back and growing no further.
+// The capture buffer's pieces on their own: records packed and unpacked field for field, the
+// chunk pool handing out at most its budget, taking chunks back and growing no further, and the
+// per-thread NVTX push/pop levels.
 #include <doctest/doctest.h>
 #include <set>
 #include <string>
 #include <vector>
+#include "shim/nvtx_stack.h"
 #include "shim/raw_pack.h"
 #include "shim/record_buffer.h"
 
@@ -131,4 +133,51 @@ TEST_CASE("capture buffer: the pool hands out its budget, no more, and takes chu
   CHECK(pool.take() == nullptr);
   for (Chunk* c : taken) pool.give(c);
   CHECK(pool.in_use() == 0);
+}
+
+TEST_CASE("capture buffer: a push keeps its level, a pop its level and domain, a category name its id") {
+  std::vector<uint8_t> buf(kNoteFixedBytes + kMaxInlineName);
+  RawRecord r{};
+  r.kind = RawKind::RangePop, r.t0 = 5, r.nvtx.id = 250, r.nvtx.domain = reinterpret_cast<const void*>(0x77);
+  r.nvtx.source = 1;
+  pack_note(r, nullptr, 0, buf.data());
+  RawRecord u;
+  std::string name;
+  unpack(buf.data(), &u, &name);
+  CHECK(u.kind == RawKind::RangePop);
+  CHECK(u.nvtx.id == 250);
+  CHECK(u.nvtx.domain == r.nvtx.domain);
+  r = RawRecord{};
+  r.kind = RawKind::CategoryName, r.flags = kRawNameSlot, r.nvtx.id = 9, r.nvtx.domain = reinterpret_cast<const void*>(0x99);
+  pack_note(r, "io", 2, buf.data());
+  unpack(buf.data(), &u, &name);
+  CHECK(u.kind == RawKind::CategoryName);
+  CHECK(u.nvtx.id == 9);
+  CHECK(u.nvtx.domain == r.nvtx.domain);
+  CHECK(name == "io");
+}
+
+TEST_CASE("nvtx stacks: levels per domain, any depth, which pushes were recorded") {
+  NvtxStacks st;
+  int doms[6];
+  // Six domains (past the inline four), each 300 deep, every third push not recorded.
+  for (int level = 0; level < 300; ++level)
+    for (int& d : doms) {
+      NvtxLevels* l = st.find(&d);
+      REQUIRE(l != nullptr);
+      CHECK(l->depth == level);
+      CHECK(l->set(l->depth, level % 3 != 0));
+      ++l->depth;
+    }
+  NvtxLevels* def = st.find(nullptr);
+  CHECK(def->depth == 0);  // the default domain is its own
+  for (int& d : doms) {
+    NvtxLevels* l = st.find(&d);
+    CHECK(l->domain == &d);
+    int wrong = 0;
+    for (int level = 299; level >= 0; --level) wrong += l->recorded(--l->depth) != (level % 3 != 0);
+    CHECK(wrong == 0);
+    CHECK(l->depth == 0);
+  }
+  CHECK_FALSE(st.find(&doms[0])->recorded(500));  // never set: not recorded
 }

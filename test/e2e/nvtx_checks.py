@@ -1,0 +1,176 @@
+"""End-to-end tests of NVTX as the specification defines it (imported by check.py, which runs them
+with the others). test/e2e/nvtx_spec.cpp drives the entry points a tool receives; it runs once
+under the oracle injection of test/nvtx_oracle (which keeps exactly what it received, paired per
+thread and domain) and once under `cutrace record`, and every range, mark and thread name must
+match: name, domain, kind, depth, colour, category, open or closed, and the duration."""
+import json
+import os
+import re
+import subprocess
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def harness():
+    import __main__ as h  # check.py: the Suite, Checks and helpers
+    return h
+
+
+def unhex(s):
+    return bytes.fromhex(s).decode("utf-8", "surrogateescape")
+
+
+def oracle_run(s, c, prog):
+    """The oracle's records of one run of prog: (ranges, marks, thread names, category names)."""
+    d = s.tmpdir("nvtx_oracle")
+    log = os.path.join(d, "oracle.jsonl")
+    env = {"NVTX_INJECTION64_PATH": os.path.join(s.build, "test", "libnvtx_oracle.so"), "NVTX_ORACLE_LOG": log}
+    p = s.run([prog], env)
+    c.require(p.returncode == 0 and os.path.exists(log), f"oracle run exited {p.returncode}: {p.stderr[-300:]!r}")
+    recs = [json.loads(line) for line in open(log)]
+    ranges = [{**r, "name": unhex(r["name"]), "domain": unhex(r["domain"])} for r in recs if r["type"] == "range"]
+    marks = [(unhex(r["name"]), unhex(r["domain"]), r["category"], r["color"]) for r in recs if r["type"] == "mark"]
+    threads = sorted(unhex(r["name"]) for r in recs if r["type"] == "thread")
+    cats = sorted((unhex(r["domain"]), r["id"], unhex(r["name"])) for r in recs if r["type"] == "category")
+    return ranges, marks, threads, cats
+
+
+def dump_lines(s, c, trace, rec_type):
+    p = subprocess.run([s.cutrace, "dump", "--type", rec_type, trace], capture_output=True, timeout=120)
+    c.require(p.returncode == 0, f"`cutrace dump --type {rec_type}` exited {p.returncode}")
+    return [ln for ln in p.stdout.decode("utf-8", "surrogateescape").splitlines() if f" {rec_type} " in ln]
+
+
+STR = r'#\d+ "((?:[^"\\]|\\.)*)"'
+CAT = r'category=(\d+)(?: "((?:[^"\\]|\\.)*)")?'  # the id, and its name when the trace has one
+
+
+def unquote(q):
+    if q is None:
+        return None
+    return re.sub(r'\\x([0-9a-f]{2})|\\(.)', lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), q)
+
+
+def cutrace_ranges(s, c, trace):
+    pat = re.compile(r"kind=(\w+)( open)? source=\w+ tid=(\d+) end_tid=\d+ depth=(\d+) name=" + STR +
+                     r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+) cpu=\[(-?\d+)\.\.(-?\d+)\]")
+    out = []
+    for ln in dump_lines(s, c, trace, "Range"):
+        m = pat.search(ln)
+        c.require(m is not None, f"unparsed Range line {ln[:200]!r}")
+        out.append({"kind": m.group(1), "open": bool(m.group(2)), "tid": int(m.group(3)), "depth": int(m.group(4)),
+                    "name": unquote(m.group(5)), "domain": unquote(m.group(6)), "category": int(m.group(7)),
+                    "category_name": unquote(m.group(8)), "color": int(m.group(9), 16),
+                    "dur_ns": int(m.group(11)) - int(m.group(10))})
+    return out
+
+
+def cutrace_marks(s, c, trace):
+    pat = re.compile(r"name=" + STR + r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+)")
+    out = []
+    for ln in dump_lines(s, c, trace, "Mark"):
+        m = pat.search(ln)
+        c.require(m is not None, f"unparsed Mark line {ln[:200]!r}")
+        out.append((unquote(m.group(1)), unquote(m.group(2)), int(m.group(3)), int(m.group(5), 16)))
+    return out
+
+
+def key(r):
+    return (r["kind"], r["domain"], r["name"][:64])
+
+
+def compare_ranges(c, want, got, cut_at):
+    """Every oracle range has its cutrace range with the same attributes and duration (within the
+    two runs' scheduling noise); names longer than cut_at bytes may be cut on a character boundary."""
+    def norm(r):
+        name = r["name"]
+        if len(name.encode("utf-8", "surrogateescape")) > cut_at:
+            name = name.encode("utf-8", "surrogateescape")[:cut_at].decode("utf-8", "ignore")[:64]
+        return {**r, "name": name[:64]}
+    want = sorted((norm(r) for r in want), key=key)
+    got = sorted((norm(r) for r in got), key=key)
+    c.equal("ranges (kind, domain, name)", [key(r) for r in got], [key(r) for r in want])
+    for w, g in zip(want, got):
+        if key(w) != key(g):
+            continue
+        what = f"range {w['name'][:40]!r} ({w['domain'] or 'default'})"
+        for f in ("depth", "category", "color", "open"):
+            c.equal(f"{what} {f}", g[f], w[f])
+        if not w["open"]:
+            slack = 0.3 * w["dur_ns"] + 3_000_000
+            c.expect(abs(g["dur_ns"] - w["dur_ns"]) <= slack,
+                     f"{what}: {g['dur_ns']} ns under cutrace, {w['dur_ns']} ns under the oracle")
+
+
+@test
+def nvtx_spec_matches_the_oracle(s, c):
+    """nvtx_spec under the oracle and under `cutrace record`: the same ranges (A and W entry
+    points, 3 domains interleaved 200 deep, push A / push B in another domain / pop A / pop B,
+    a pop on an empty domain, the NVTX3 C++ API, a thread without CUDA, NULL/empty/100 KB/invalid
+    UTF-8 names, ranges open at exit), the same marks and thread names."""
+    h = harness()
+    prog = s.prog("nvtx_spec")
+    want, want_marks, want_threads, want_cats = oracle_run(s, c, prog)
+    c.require(len(want) > 200, f"the oracle saw {len(want)} ranges")
+    d = s.tmpdir("nvtx_spec")
+    p = s.record(c, d, [prog])
+    c.expect("nvtx_spec: OK" in p.stdout, f"nvtx_spec printed {h.tail(p.stdout)!r}")
+    trace = os.path.join(d, h.traces(d)[0])
+    got = cutrace_ranges(s, c, trace)
+    compare_ranges(c, want, got, 16384)
+    # Category names: every range of a named category shows the name the oracle received.
+    names = {(d, i): n for d, i, n in want_cats}
+    shown = {(r["domain"], r["category"], r["category_name"]) for r in got if r["category"]}
+    c.equal("ranges' category names", shown, {(d, i, names.get((d, i))) for d, i, _ in shown})
+    c.expect(len({(d, i) for d, i, _ in shown} & set(names)) >= 4, f"named categories on ranges: {sorted(shown)}")
+    # The exports carry category names and colours too.
+    for fmt_, ext in (("chrome", "json"), ("perfetto", "pftrace")):
+        out = os.path.join(d, "t." + ext)
+        p = s.run([s.cutrace, "export", "--format", fmt_, "-o", out, trace])
+        c.require(p.returncode == 0, f"{fmt_} export exited {p.returncode}: {p.stderr[-300:]!r}")
+        data = open(out, "rb").read()
+        for want_bytes in (b"second_cat", b"cat_two_\xe4\xba\x8c", b"#ff112233"):
+            c.expect(want_bytes in data, f"{fmt_} export lacks {want_bytes!r}")
+    norm = lambda m: (m[0][:64], *m[1:])  # noqa: E731
+    c.equal("marks", sorted(map(norm, cutrace_marks(s, c, trace))), sorted(map(norm, want_marks)))
+    # The summary keeps a mark's domain.
+    marks = s.summary(c, d).get("marks", {})
+    for name, n in (("second: second_mark", 1), ("cpp: cpp_mark", 1), ("helper_mark", 1), ("mark_w_\u2713", 1)):
+        c.equal(f"summary marks[{name!r}]", marks.get(name), n)
+    got_threads = sorted(t.get("name", "") for t in h.dump_fields(s, c, trace, "Thread") if t.get("name"))
+    c.expect(set(want_threads) <= set(got_threads), f"thread names {got_threads}, the oracle's {want_threads}")
+
+
+@test
+def nvtx_open_ranges_flagged_and_out_of_statistics(s, c):
+    """nvtx_spec leaves a push and a start open at exit: they end at the trace's end flagged open
+    (dump, the Chrome export's args), the summary counts them apart and in no duration statistic,
+    and no export has a negative time."""
+    h = harness()
+    d = s.tmpdir("nvtx_open")
+    s.record(c, d, [s.prog("nvtx_spec")])
+    trace = os.path.join(d, h.traces(d)[0])
+    rs = {r["name"]: r for r in cutrace_ranges(s, c, trace)}
+    for n in ("open_at_exit", "started_open_at_exit"):
+        r = rs.get(n)
+        if c.expect(r is not None, f"{n} missing"):
+            c.expect(r["open"], f"{n} not flagged open")
+            c.expect(r["dur_ns"] >= 1_000_000, f"{n} does not end at the trace's end: {r['dur_ns']} ns")
+    j = s.summary(c, d)
+    for n in ("open_at_exit", "started_open_at_exit"):
+        r = next((x for x in j["ranges"] if x["name"] == n), {})
+        c.equal(f"summary {n} count/open/cpu_total_ns", (r.get("count"), r.get("open"), r.get("cpu_total_ns")), (0, 1, 0))
+    out = os.path.join(d, "t.json")
+    p = s.run([s.cutrace, "export", "--format", "chrome", "-o", out, trace])
+    c.require(p.returncode == 0, f"chrome export exited {p.returncode}: {p.stderr[-300:]!r}")
+    ev = json.load(open(out))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    opened = [e for e in ev if e.get("name") in ("open_at_exit", "started_open_at_exit") and e.get("ph") in ("X", "b")]
+    c.equal("open ranges in the Chrome export", sorted(e["name"] for e in opened), ["open_at_exit", "started_open_at_exit"])
+    c.expect(all(e.get("args", {}).get("open") is True for e in opened), f"open flag missing: {opened}")
+    c.expect(all(e.get("ts", 0) >= 0 and e.get("dur", 0) >= 0 for e in ev if "ts" in e), "a negative time in the Chrome export")
