@@ -115,7 +115,7 @@ $(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
 
 # The unit tests link the tools library, the shim's call-stack capture (collector/stacks.cpp) and
 # the GPU-timing sample schedule (collector/gpu_sample.cpp).
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp shim/record_buffer.cpp) $(TOOLS_A) $(FORMAT_A)
+$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp shim/record_buffer.cpp shim/ticks.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 

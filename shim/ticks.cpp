@@ -63,9 +63,10 @@ void TickClock::update() {
     double cap = 5e-4 * rate;
     next.ns_per_tick = rate + (slew > cap ? cap : slew < -cap ? -cap : slew);
   }
-  rated_ = true;
-  prev_ = cur_;
+  // Before the first rate the segment had none: ticks from then map through the new one too.
+  prev_ = rated_ ? cur_ : next;
   cur_ = next;
+  rated_ = true;
 }
 
 int64_t TickClock::to_ns(uint64_t t) const {
