@@ -236,7 +236,7 @@ class Loader {
         std::string d = tools::loss_kinds_text(f) +
                         (l.reason == uint8_t(fmt::LossReason::Exit) ? ": in progress when the process ended"
                                                                      : ": buffer budget in use");
-        f_->threads[+l.tid].add(b, e - b, str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
+        f_->threads[+l.tid].add(b, sat_sub(e, b), str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
                                EventKind::Missing, 0, 0, 0, str(d));
         f_->max_depth[+l.tid] = std::max(f_->max_depth[+l.tid], 1);
         ++tl_->events;

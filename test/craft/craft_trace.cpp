@@ -306,6 +306,10 @@ struct Gen {
       fmt::DroppedRec dr{};
       dr.ts = tm[0], dr.tid = U32, dr.count = U64;
       w.add(dr, fmt::RecType::Dropped);
+      fmt::LossRec lo{};
+      lo.begin_ns = tm[0], lo.end_ns = tm[1], lo.tid = U32, lo.reason = 0xFF;
+      for (uint64_t& n : lo.count) n = U64;
+      w.add(lo, fmt::RecType::Loss);
       fmt::WindowRec win{};
       win.ts = tm[0], win.index = U32, win.reason_id = U32;
       win.edge = uint8_t(&tm - times) % 2 ? uint8_t(fmt::WindowEdge::End) : uint8_t(fmt::WindowEdge::Begin);
