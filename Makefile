@@ -20,7 +20,7 @@ LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
 # The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
 ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
-FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp
+FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp collector/safe_file.cpp
 SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
               $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
 TOOLS_SRC  := $(wildcard tools/*.cpp)
@@ -50,6 +50,7 @@ DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
 NVTX_ORACLE_SO := $(BUILD)/test/libnvtx_oracle.so
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
 REPORT_GEN := $(BUILD)/test/report_trace_gen
+CRAFT_TRACE := $(BUILD)/test/craft_trace
 FUZZ_BINS := $(patsubst test/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
 .PHONY: all test demo install clean sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
@@ -130,6 +131,11 @@ $(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A)
 
+# Valid traces with hostile contents for the hardening tests (test/craft/craft_trace.cpp).
+$(CRAFT_TRACE): $(BUILD)/obj/test/craft/craft_trace.o $(FORMAT_A)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LZ4_A)
+
 
 # Test interposer: a disk that fills up after N bytes of trace (test/fault_io/disk_full.cpp).
 $(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
@@ -149,7 +155,7 @@ $(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
 
-test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
+test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
@@ -166,7 +172,7 @@ sanitize:  # one after the other: both at once would double the load on the timi
 sanitize-tsan sanitize-asan: sanitize-%:
 	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) \
 	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%) \
-	  $(NVTX_ORACLE_SO:$(BUILD)/%=build-$*/%)
+	  $(NVTX_ORACLE_SO:$(BUILD)/%=build-$*/%) $(CRAFT_TRACE:$(BUILD)/%=build-$*/%)
 	bash test/sanitize/run.sh $* build-$*
 
 # ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------

@@ -21,6 +21,7 @@
 #include "collector/process_info.h"
 #include "collector/nvtx_meta.h"
 #include "collector/ranges.h"
+#include "collector/safe_file.h"
 #include "collector/samplers.h"
 #include "collector/stacks.h"
 #include "collector/writer.h"
@@ -601,13 +602,14 @@ void Collector::control(int64_t now) {
   if (cfg.duration_s > 0 && window_open_ && now - window_began_ns_ >= int64_t(cfg.duration_s * 1e9))
     set(false, "duration", /*last=*/cfg.capture == CaptureRange::Process);
   // `cutrace start|stop PID` writes "start" or "stop" into this file.
+  // Only a regular file of this user, opened so that a FIFO or a symlink put there cannot block.
   char cmd[16] = {};
-  FILE* f = fopen(control_path_.c_str(), "r");
-  if (!f) return;
-  size_t n = fread(cmd, 1, sizeof cmd - 1, f);
-  fclose(f);
+  int fd = open_regular(control_path_.c_str(), kSafeNoFollow | kSafeOwnUser);
+  if (fd < 0) return;
+  ssize_t n = read(fd, cmd, sizeof cmd - 1);
+  close(fd);
   unlink(control_path_.c_str());
-  std::string c(cmd, n);
+  std::string c(cmd, size_t(n > 0 ? n : 0));
   if (c.rfind("start", 0) == 0) set(true, "signal");
   else if (c.rfind("stop", 0) == 0) set(false, "signal");
 }

@@ -1,4 +1,5 @@
 #include "collector/reader.h"
+#include "collector/safe_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +40,11 @@ const char* find_magic(const char* p, size_t n) {
   return nullptr;
 }
 
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 }  // namespace
 
 // ---- ByteSource ------------------------------------------------------------------------------
@@ -47,15 +53,10 @@ ByteSource::~ByteSource() { close(); }
 
 bool ByteSource::open_file(const std::string& path, std::string* err) {
   close();
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (fd_ < 0 || fstat(fd_, &st) != 0) {
-    if (err) *err = "cannot open " + path + ": " + strerror(errno);
-    close();
-    return false;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    if (err) *err = "cannot open " + path + ": is a directory";
+  fd_ = open_regular(path.c_str(), 0, &st);  // a FIFO or device named like a trace must not block
+  if (fd_ < 0) {
+    if (err) *err = "cannot open " + path + ": " + (errno == EINVAL && is_dir(path) ? "is a directory" : open_regular_error(errno));
     close();
     return false;
   }

@@ -55,7 +55,8 @@ int signal_tree(int root, const std::string& verb) {
     if (dir.empty()) continue;
     if (dir[0] != '/') dir = "/proc/" + std::to_string(pid) + "/cwd/" + dir;  // relative to its cwd
     std::string path = dir + "/.cutrace-ctl." + std::to_string(pid);
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // O_NONBLOCK: a FIFO put at the name fails (ENXIO) instead of blocking this command.
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0 || write(fd, verb.data(), verb.size()) != ssize_t(verb.size())) {
       fprintf(stderr, "cutrace %s: cannot write %s\n", verb.c_str(), path.c_str());
     } else {

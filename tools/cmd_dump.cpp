@@ -380,12 +380,12 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
 }
 
 void print_header(const TraceReader& r) {
-  std::printf("file      %s (%llu bytes)\n", r.path().c_str(),
+  std::printf("file      %s (%llu bytes)\n", cutrace::tools::printable(r.path()).c_str(),
               static_cast<unsigned long long>(r.file_size()));
   std::printf("format    %u.%u\n", r.version_major(), r.version_minor());
   const char* label = "meta";
   for (const auto& [key, value] : r.metas()) {
-    std::printf("%-9s %s = %s\n", label, key.c_str(), quote(value).c_str());
+    std::printf("%-9s %s = %s\n", label, cutrace::tools::printable(key).c_str(), quote(value).c_str());
     label = "";
   }
 }
@@ -437,7 +437,7 @@ int run(const Options& o) {
   TraceReader r;
   std::string err;
   if (!r.open(o.path, &err)) {
-    std::fprintf(stderr, "cutrace: %s\n", err.c_str());
+    std::fprintf(stderr, "cutrace: %s\n", cutrace::tools::printable(err).c_str());
     return 1;
   }
   if (o.stats) {
@@ -465,7 +465,7 @@ int run(const Options& o) {
   });
   print_status(r);
   if (!r.error().empty()) {
-    std::fprintf(stderr, "cutrace: %s: %s\n", r.path().c_str(), r.error().c_str());
+    std::fprintf(stderr, "cutrace: %s: %s\n", cutrace::tools::printable(r.path()).c_str(), r.error().c_str());
     return 1;
   }
   return 0;

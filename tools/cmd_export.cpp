@@ -17,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/export_common.h"
 #include "tools/exports.h"
+#include "tools/format_util.h"
 
 namespace {
 
@@ -53,10 +54,11 @@ int run(const Options& o) {
   else ok = cutrace::export_sqlite(files, a, o.out, &err);
   auto t2 = std::chrono::steady_clock::now();
   const cutrace::exporter::ExportStats& st = cutrace::exporter::g_stats;
-  for (const std::string& w : a.mixed_runs) std::fprintf(stderr, "cutrace export: warning: %s\n", w.c_str());
-  for (const std::string& w : st.warnings) std::fprintf(stderr, "cutrace export: warning: %s\n", w.c_str());
+  using cutrace::tools::printable;  // warnings name traces and their hosts: no control characters
+  for (const std::string& w : a.mixed_runs) std::fprintf(stderr, "cutrace export: warning: %s\n", printable(w).c_str());
+  for (const std::string& w : st.warnings) std::fprintf(stderr, "cutrace export: warning: %s\n", printable(w).c_str());
   if (!ok) {
-    std::fprintf(stderr, "cutrace export: %s\n", err.empty() ? "export failed" : err.c_str());
+    std::fprintf(stderr, "cutrace export: %s\n", err.empty() ? "export failed" : printable(err).c_str());
     return 2;
   }
   if (!o.quiet) {

@@ -11,18 +11,21 @@
 #include "collector/reader.h"
 #include "tools/align.h"
 #include "tools/commands.h"
+#include "tools/format_util.h"
 
 namespace {
+
+using cutrace::tools::printable;  // names from traces and directories: no control characters
 
 int run_merge(const std::string& where, bool json) {
   std::vector<std::string> files = cutrace::list_trace_files(where);
   if (files.empty()) {
-    fprintf(stderr, "cutrace merge: no .cutrace files in %s\n", where.c_str());
+    fprintf(stderr, "cutrace merge: no .cutrace files in %s\n", printable(where).c_str());
     return 2;
   }
   cutrace::Alignment a = cutrace::align_traces(files);
   if (!a.errors.empty()) {  // a rank that cannot be read cannot be aligned: no partial answer
-    for (const std::string& e : a.errors) fprintf(stderr, "cutrace merge: %s\n", e.c_str());
+    for (const std::string& e : a.errors) fprintf(stderr, "cutrace merge: %s\n", printable(e).c_str());
     return 2;
   }
   if (json) {
@@ -41,14 +44,14 @@ int run_merge(const std::string& where, bool json) {
   printf("%zu trace files, clock alignment: %s\n", files.size(), a.method.c_str());
   printf("  %-6s %-16s %22s %14s  %s\n", "rank", "host", "offset (ns)", "refined (ns)", "file");
   for (const auto& r : a.ranks)
-    printf("  %-6d %-16s %22lld %14lld  %s\n", r.rank, r.host.c_str(), (long long)r.offset_ns,
-           (long long)r.refined_ns, r.file.c_str());
+    printf("  %-6d %-16s %22lld %14lld  %s\n", r.rank, printable(r.host).c_str(), (long long)r.offset_ns,
+           (long long)r.refined_ns, printable(r.file).c_str());
   if (a.matched)
     printf("NCCL collectives matched across all ranks: %zu; residual after alignment: median %.0f ns, max %.0f ns\n",
            a.matched, a.residual_median_ns, a.residual_max_ns);
   else
     printf("no NCCL collectives matched: ranks aligned on their wall clocks only\n");
-  for (const std::string& m : a.mixed_runs) printf("Note: %s\n", m.c_str());
+  for (const std::string& m : a.mixed_runs) printf("Note: %s\n", printable(m).c_str());
   return 0;
 }
 

@@ -1,7 +1,6 @@
 // cutrace record -o DIR [options] -- COMMAND [ARGS...]
 // Runs COMMAND with the shim preloaded; every process of it that uses CUDA writes one trace
 // file into DIR. The exit status is COMMAND's.
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,6 +20,7 @@
 #include "collector/gpu_sample.h"
 #include "collector/reader.h"
 #include "tools/commands.h"
+#include "tools/format_util.h"
 #include "tools/losses.h"
 
 namespace {
@@ -80,18 +80,36 @@ bool make_dirs(const std::string& dir) {
   return access(dir.c_str(), W_OK | X_OK) == 0;
 }
 
+// The names of the trace files in dir: regular *.cutrace files (not the control files
+// .cutrace-ctl.<pid>, not a FIFO or a directory named like a trace).
 std::set<std::string> list_traces(const std::string& dir) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};
   std::set<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name.find(".cutrace") != std::string::npos) names.insert(name);
-    }
-    closedir(d);
-  }
+  for (const std::string& path : cutrace::list_trace_files(dir)) names.insert(path.substr(path.rfind('/') + 1));
   return names;
 }
-size_t count_traces(const std::string& dir) { return list_traces(dir).size(); }
+
+// Counts the files of this run that open as traces; names the others (an empty file is what a
+// full disk leaves) on stderr.
+size_t count_new_traces(const std::string& dir, const std::set<std::string>& before) {
+  size_t n = 0;
+  for (const std::string& name : list_traces(dir)) {
+    if (before.count(name)) continue;
+    std::string path = dir + "/" + name, err;
+    cutrace::TraceReader r;
+    struct stat st {};
+    if (r.open(path, &err)) {
+      ++n;
+    } else if (stat(path.c_str(), &st) == 0 && st.st_size == 0) {
+      fprintf(stderr, "cutrace: %s is empty (0 bytes: nothing of the trace reached the disk), not counted\n",
+              cutrace::tools::printable(path).c_str());
+    } else {
+      fprintf(stderr, "cutrace: %s; not counted\n", cutrace::tools::printable(err).c_str());  // err names the file
+    }
+  }
+  return n;
+}
 
 // One line per new trace that is missing records: how many, of how many, and why.
 void print_losses(const std::string& dir, const std::set<std::string>& before) {
@@ -106,7 +124,7 @@ void print_losses(const std::string& dir, const std::set<std::string>& before) {
     if (!dropped) continue;
     int64_t rank = r.meta_int("rank", -1);
     std::string who = rank >= 0 ? "rank " + std::to_string(rank) : name;
-    fprintf(stderr, "cutrace: %s: %s\n", who.c_str(),
+    fprintf(stderr, "cutrace: %s: %s\n", cutrace::tools::printable(who).c_str(),
             cutrace::tools::loss_sentence(cutrace::tools::loss_facts(r, dropped)).c_str());
   }
 }
@@ -210,7 +228,7 @@ int run_record(const RecordOptions& o) {
   int status = 0;
   while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
   }
-  size_t written = count_traces(out) - before;
+  size_t written = count_new_traces(out, before_names);
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
   print_losses(out, before_names);
   if (before > 0 && written > 0)

@@ -23,7 +23,7 @@ struct Options {
 int run(const Options& o) {
   std::string html, err;
   if (!cutrace::report::report_html(o.path, &html, &err)) {
-    std::fprintf(stderr, "cutrace report: %s\n", err.c_str());
+    std::fprintf(stderr, "cutrace report: %s\n", cutrace::tools::printable(err).c_str());  // names traces
     return 2;
   }
   cutrace::exporter::OutFile f;

@@ -13,8 +13,10 @@
 #include <httplib.h>
 
 #include "tools/commands.h"
+#include "tools/format_util.h"
 #include "tools/jobs.h"
 #include "tools/report_data.h"
+#include "tools/serve_auth.h"
 #include "tools/serve_http.h"
 #include "tools/serve_jobs.h"
 
@@ -126,9 +128,9 @@ bool parse_piece(const httplib::Request& req, cutrace::report::TimelineQuery* q,
 }
 
 void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const Options& o,
-                    int* bound_port) {
+                    int* bound_port, const std::string& token) {
   const std::string id = "([0-9a-f]{16})";  // jobs::job_id(): anything else is a 404
-  svr.set_pre_routing_handler([&o, bound_port](const httplib::Request& req, httplib::Response& res) {
+  svr.set_pre_routing_handler([&o, bound_port, &token](const httplib::Request& req, httplib::Response& res) {
     // Runs before httplib reads a body. No route takes one: refuse chunked bodies (httplib 0.11
     // does not bound those) and any longer than kMaxBody, and close the connection instead of
     // reading what follows.
@@ -156,6 +158,27 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
           host != o.host + port) {
         return refuse(421, "unexpected Host header");
       }
+    }
+    namespace sv = cutrace::serve;
+    if (req.path == "/favicon.ico") return httplib::Server::HandlerResponse::Unhandled;
+    bool api = req.path.rfind("/api/", 0) == 0, page = req.method == "GET" && !api;
+    sv::Auth auth = sv::authenticate(req, token);
+    if (auth == sv::Auth::None && !page) return refuse(401, "the token is missing or wrong: use the URL cutrace serve printed");
+    if (auth == sv::Auth::None) {
+      res.status = 401;
+      res.set_content(sv::error_page(401, "the token is missing or wrong",
+                                     "Open the address that cutrace serve printed when it started (it ends in ?token=...)."),
+                      "text/html; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method != "GET" && req.method != "HEAD" && sv::cross_origin(req))
+      return refuse(403, "refused: the request comes from a page of another origin");
+    if (auth == sv::Auth::Query && page) {
+      // The printed address: the cookie keeps the token for the pages' requests, and the address
+      // bar (history, bookmarks) loses it.
+      res.set_header("Set-Cookie", sv::token_cookie(token));
+      res.set_redirect(req.path, 303);
+      return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -214,7 +237,11 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     res.set_redirect("/job/" + std::string(req.matches[1]) + "/");
   });
   svr.Get("/job/" + id + "/", [&cache](const httplib::Request& req, httplib::Response& res) {
-    if (!cache.exists(req.matches[1])) return send(res, cutrace::serve::error_reply(404, "no such job"));
+    if (!cache.exists(req.matches[1])) {
+      res.status = 404;
+      return res.set_content(cutrace::serve::error_page(404, "no such job", "Back to the job list: /"),
+                             "text/html; charset=utf-8");
+    }
     // The report page, plus web/pieces.js (it fetches the timeline a piece at a time) and
     // web/served.js (back to the list, unload).
     std::string page(cutrace::report::web_asset("index.html"));
@@ -236,18 +263,21 @@ int run_serve(const Options& o) {
     return 2;
   }
   cutrace::serve::JobCache cache(&scanner, o.max_loaded);
-  cutrace::serve::BoundedServer svr(kMaxRequestBytes);
+  cutrace::serve::ServerLimits limits;
+  limits.max_request_bytes = kMaxRequestBytes;
+  cutrace::serve::BoundedServer svr(limits);
   svr.set_payload_max_length(kMaxBody);
-  svr.set_read_timeout(10);
-  svr.set_write_timeout(30);
-  svr.set_keep_alive_timeout(5);
+  svr.set_read_timeout(5);    // a body, once its request head is in (the gate waits for heads)
+  svr.set_write_timeout(10);
   if (o.verbose) {
     svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      fprintf(stderr, "cutrace serve: %d %s %zu bytes\n", res.status, req.method.c_str(), res.body.size());
+      fprintf(stderr, "cutrace serve: %d %s %zu bytes\n", res.status, cutrace::tools::printable(req.method).c_str(),
+              res.body.size());
     });
   }
   int port = 0;
-  install_routes(svr, cache, o, &port);
+  const std::string token = cutrace::serve::new_token();
+  install_routes(svr, cache, o, &port, token);
   if (o.port == 0) {
     port = svr.bind_to_any_port(o.host);
   } else {
@@ -262,7 +292,8 @@ int run_serve(const Options& o) {
                     "read the traces under %s\n", o.host.c_str(), scanner.root().c_str());
   }
   std::string shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-  printf("cutrace serve: http://%s:%d/ serving %s\n", shown.c_str(), port, scanner.root().c_str());
+  printf("cutrace serve: http://%s:%d/?token=%s serving %s\n", shown.c_str(), port, token.c_str(),
+         cutrace::tools::printable(scanner.root()).c_str());
   fflush(stdout);
   g_server = &svr;
   signal(SIGINT, stop_server);

@@ -25,6 +25,7 @@ using cutrace::tools::human_bytes;
 using cutrace::tools::human_count;
 using cutrace::tools::human_ns;
 using cutrace::tools::percent;
+using cutrace::tools::printable;
 using cutrace::tools::Table;
 
 constexpr size_t kNameWidth = 80;
@@ -45,7 +46,7 @@ std::string ellipsize(const std::string& s) { return cutrace::tools::ellipsize(s
 std::string rank_label(int64_t rank) { return rank < 0 ? "-" : std::to_string(rank); }
 
 std::string device_line(const cutrace::DeviceInfo& d) {
-  return fmt::format("{}: {} (sm_{}{}, {} SMs, {})", d.device, d.name, d.cc_major, d.cc_minor,
+  return fmt::format("{}: {} (sm_{}{}, {} SMs, {})", d.device, printable(d.name), d.cc_major, d.cc_minor,
                      d.sm_count, human_bytes(d.total_mem));
 }
 
@@ -63,14 +64,14 @@ std::string status_line(const FileSummary& f) {
 
 void print_files(const SummaryModel& m) {
   for (const FileSummary& f : m.files()) {
-    std::printf("%s\n", f.file.c_str());
+    std::printf("%s\n", printable(f.file).c_str());
     std::string rank = rank_label(f.rank);
     if (f.world_size > 0) rank += fmt::format(" of {}", f.world_size);
     if (f.local_rank >= 0) rank += fmt::format(" (local {})", f.local_rank);
     std::printf("  host %s   rank %s   pid %lld   format %s\n",
-                f.host.empty() ? "-" : f.host.c_str(), rank.c_str(),
+                f.host.empty() ? "-" : printable(f.host).c_str(), rank.c_str(),
                 static_cast<long long>(f.pid), f.version.c_str());
-    std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : cutrace::tools::ellipsize(f.cmdline, 200).c_str());
+    std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : printable(cutrace::tools::ellipsize(f.cmdline, 200)).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
   }
@@ -82,10 +83,10 @@ void print_files(const SummaryModel& m) {
   if (o.to_ns != std::numeric_limits<int64_t>::max()) filters += fmt::format(" to {}", o.to_ns);
   if (!filters.empty()) std::printf("Filters:%s (ns on each file's clock)\n", filters.c_str());
   if (m.skipped_files()) std::printf("Files skipped by the filters: %s\n", human_count(m.skipped_files()).c_str());
-  for (const std::string& n : m.notes()) std::printf("Note: %s\n", n.c_str());
+  for (const std::string& n : m.notes()) std::printf("Note: %s\n", printable(n).c_str());
 }
 
-void section(const std::string& title) { std::printf("\n%s\n", title.c_str()); }
+void section(const std::string& title) { std::printf("\n%s\n", printable(title).c_str()); }
 
 // ---- kernels -----------------------------------------------------------------------------------
 
@@ -423,17 +424,17 @@ void print_sync_sites(const SummaryModel& m) {
     const cutrace::SyncSite& s = sites[i];
     std::string apis;
     for (const auto& [name, n] : s.apis) apis += fmt::format("{}{} x{}", apis.empty() ? "" : ", ", name, n);
-    std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1, cutrace::sync_site_label(s).c_str(),
+    std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1, printable(cutrace::sync_site_label(s)).c_str(),
                 human_count(s.time.count).c_str(), human_ns(s.time.total_ns).c_str(),
-                human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(), apis.c_str());
+                human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(), printable(apis).c_str());
     for (size_t k = 0; k < s.frames.size() && k < kFrames; ++k)
-      std::printf("      %s\n", cutrace::frame_text(s.frames[k]).c_str());
+      std::printf("      %s\n", printable(cutrace::frame_text(s.frames[k])).c_str());
     if (s.frames.size() > kFrames) std::printf("      ... %zu more frames\n", s.frames.size() - kFrames);
   }
   if (none.count)
     std::printf("  blocking calls without a call stack: %s, total %s\n", human_count(none.count).c_str(),
                 human_ns(none.total_ns).c_str());
-  for (const std::string& p : m.symbol_problems()) std::printf("  note: symbols of %s\n", p.c_str());
+  for (const std::string& p : m.symbol_problems()) std::printf("  note: symbols of %s\n", printable(p).c_str());
 }
 
 std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r, bool exact_stats) {
@@ -564,8 +565,8 @@ void print_windows(const SummaryModel& m, size_t top) {
       std::vector<std::string> row;
       if (ranks) row.push_back(rank_label(f.rank));
       bool steps = w.steps.n != 0;
-      row.insert(row.end(), {std::to_string(w.index), human_ns(w.begin_ns - t0),
-                             w.end_ns >= 0 ? human_ns(w.end_ns - w.begin_ns) : "(open)", human_count(w.steps.n),
+      row.insert(row.end(), {std::to_string(w.index), human_ns(cutrace::sat_sub(w.begin_ns, t0)),
+                             w.end_ns >= 0 ? human_ns(cutrace::sat_sub(w.end_ns, w.begin_ns)) : "(open)", human_count(w.steps.n),
                              steps ? human_ns(w.steps.median()) : "-", steps ? human_ns(w.steps.mean()) : "-",
                              human_count(w.kernels), human_ns(w.kernel_ns)});
       t.row(row);
@@ -671,11 +672,11 @@ int run(const Options& o) {
   bool read_errors = false;
   size_t opened = set.for_each([&](cutrace::TraceReader& r) {
     if (!model.add(r)) {
-      std::fprintf(stderr, "cutrace: %s: %s\n", r.path().c_str(), r.error().c_str());
+      std::fprintf(stderr, "cutrace: %s: %s\n", printable(r.path()).c_str(), printable(r.error()).c_str());
       read_errors = true;
     }
   });
-  for (const std::string& e : set.errors()) std::fprintf(stderr, "cutrace: %s\n", e.c_str());
+  for (const std::string& e : set.errors()) std::fprintf(stderr, "cutrace: %s\n", printable(e).c_str());
   if (opened == 0) return 1;
   // Names are the profiled program's bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
   auto replace = nlohmann::json::error_handler_t::replace;

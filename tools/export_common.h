@@ -241,25 +241,38 @@ inline std::string window_label(const TraceReader& r, const fmt::WindowRec& w) {
   return n;
 }
 
+// A copy of a record at an address 4 past a multiple of 8: after the 4-byte RecHeader every field
+// of the format's records then sits at its natural alignment. Records sit at any byte offset of
+// a block (a verbatim one after a String of odd length), and a handler that binds a reference to
+// a field (std::max, a set's insert, a map key, a pair) would make a misaligned load of the
+// packed original (UBSan, fuzz_export_chrome on the crafted corpus inputs).
+template <class R>
+struct AlignedRec {
+  alignas(8) unsigned char pad_[4];
+  R r;
+  explicit AlignedRec(const Record& rec) : r(rec.as<R>()) {}
+  explicit AlignedRec(const R& packed) : r(packed) {}
+};
+
 // Hands one record to the exporter's handler for its type (every exporter has the same set:
 // kernel, memcpy, memset, sync, api_call, memory, range, mark, cpu_sample, gpu_sample, window,
-// dropped, loss); other records are not exported.
+// dropped, loss), as an aligned copy; other records are not exported.
 template <class E>
 void dispatch_record(const Record& rec, E& e) {
   switch (rec.type()) {
-    case fmt::RecType::Kernel: e.kernel(rec.as<fmt::KernelRec>()); break;
-    case fmt::RecType::Memcpy: e.memcpy(rec.as<fmt::MemcpyRec>()); break;
-    case fmt::RecType::Memset: e.memset(rec.as<fmt::MemsetRec>()); break;
-    case fmt::RecType::Sync: e.sync(rec.as<fmt::SyncRec>()); break;
-    case fmt::RecType::Api: e.api_call(rec.as<fmt::ApiRec>()); break;
-    case fmt::RecType::Memory: e.memory(rec.as<fmt::MemoryRec>()); break;
-    case fmt::RecType::Range: e.range(rec.as<fmt::RangeRec>()); break;
-    case fmt::RecType::Mark: e.mark(rec.as<fmt::MarkRec>()); break;
-    case fmt::RecType::CpuSample: e.cpu_sample(rec.as<fmt::CpuSampleRec>()); break;
-    case fmt::RecType::GpuSample: e.gpu_sample(rec.as<fmt::GpuSampleRec>()); break;
-    case fmt::RecType::Window: e.window(rec.as<fmt::WindowRec>()); break;
-    case fmt::RecType::Dropped: e.dropped(rec.as<fmt::DroppedRec>()); break;
-    case fmt::RecType::Loss: e.loss(rec.as<fmt::LossRec>()); break;
+    case fmt::RecType::Kernel: e.kernel(AlignedRec<fmt::KernelRec>(rec).r); break;
+    case fmt::RecType::Memcpy: e.memcpy(AlignedRec<fmt::MemcpyRec>(rec).r); break;
+    case fmt::RecType::Memset: e.memset(AlignedRec<fmt::MemsetRec>(rec).r); break;
+    case fmt::RecType::Sync: e.sync(AlignedRec<fmt::SyncRec>(rec).r); break;
+    case fmt::RecType::Api: e.api_call(AlignedRec<fmt::ApiRec>(rec).r); break;
+    case fmt::RecType::Memory: e.memory(AlignedRec<fmt::MemoryRec>(rec).r); break;
+    case fmt::RecType::Range: e.range(AlignedRec<fmt::RangeRec>(rec).r); break;
+    case fmt::RecType::Mark: e.mark(AlignedRec<fmt::MarkRec>(rec).r); break;
+    case fmt::RecType::CpuSample: e.cpu_sample(AlignedRec<fmt::CpuSampleRec>(rec).r); break;
+    case fmt::RecType::GpuSample: e.gpu_sample(AlignedRec<fmt::GpuSampleRec>(rec).r); break;
+    case fmt::RecType::Window: e.window(AlignedRec<fmt::WindowRec>(rec).r); break;
+    case fmt::RecType::Dropped: e.dropped(AlignedRec<fmt::DroppedRec>(rec).r); break;
+    case fmt::RecType::Loss: e.loss(AlignedRec<fmt::LossRec>(rec).r); break;
     default: break;
   }
 }

@@ -54,7 +54,8 @@ void ChromePlan::build(TraceReader& r) {
   std::vector<PendingRange> ranges;
   std::unordered_map<uint16_t, bool> record_api;
   uint64_t ord = 0;
-  auto op = [&](const fmt::OpCommon& o, uint64_t n) {
+  auto op = [&](const fmt::OpCommon& packed, uint64_t n) {
+    alignas(8) const fmt::OpCommon o = packed;  // every field aligned: o.tid becomes a map key
     if (fmt::is_call(o.flags)) host[o.tid].push_back(slice(o.cpu_begin, o.cpu_end, n));
     if (!has_gpu_time(o)) return;
     if (!gpu_first_ || o.gpu_start < gpu_first_) gpu_first_ = o.gpu_start;
@@ -67,12 +68,14 @@ void ChromePlan::build(TraceReader& r) {
       case fmt::RecType::Memcpy: op(fmt::OpCommon(rec.as<fmt::MemcpyRec>().op), n); break;
       case fmt::RecType::Memset: op(fmt::OpCommon(rec.as<fmt::MemsetRec>().op), n); break;
       case fmt::RecType::Sync: {
-        const fmt::SyncRec s = rec.as<fmt::SyncRec>();
+        const exporter::AlignedRec<fmt::SyncRec> s_copy(rec);  // fields become map keys: aligned
+        const fmt::SyncRec& s = s_copy.r;
         host[s.tid].push_back(slice(s.cpu_begin, s.cpu_end, n));
         break;
       }
       case fmt::RecType::Api: {
-        const fmt::ApiRec a = rec.as<fmt::ApiRec>();
+        const exporter::AlignedRec<fmt::ApiRec> a_copy(rec);  // fields become map keys: aligned
+        const fmt::ApiRec& a = a_copy.r;
         host[a.tid].push_back(slice(a.cpu_begin, a.cpu_end, n));
         auto it = record_api.find(a.api);
         if (it == record_api.end()) it = record_api.emplace(a.api, is_event_record(r.api_name(a.api))).first;
@@ -80,12 +83,14 @@ void ChromePlan::build(TraceReader& r) {
         break;
       }
       case fmt::RecType::Memory: {
-        const fmt::MemoryRec m = rec.as<fmt::MemoryRec>();
+        const exporter::AlignedRec<fmt::MemoryRec> m_copy(rec);  // fields become map keys: aligned
+        const fmt::MemoryRec& m = m_copy.r;
         host[m.tid].push_back(slice(m.cpu_begin, m.cpu_end, n));
         break;
       }
       case fmt::RecType::Range: {
-        const fmt::RangeRec g = rec.as<fmt::RangeRec>();
+        const exporter::AlignedRec<fmt::RangeRec> g_copy(rec);  // fields become map keys: aligned
+        const fmt::RangeRec& g = g_copy.r;
         if (fmt::range_kind(g) == fmt::RangeKind::StartEnd) break;
         Slice s = slice(g.cpu_begin, fmt::range_end(g), n);
         host[g.tid].push_back(s);

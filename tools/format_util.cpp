@@ -78,25 +78,76 @@ std::string ellipsize(std::string_view s, size_t max_chars) {
   return std::string(s.substr(0, head)) + "..." + std::string(s.substr(s.size() - tail));
 }
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
-      out += ::fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i] (2-4 bytes: no overlong form, no surrogate, at
+// most U+10FFFF), or 0.
+size_t utf8_sequence(std::string_view s, size_t i, uint32_t* cp) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+  if (n == 0 || c > 0xF4 || i + n > s.size()) return 0;
+  uint32_t v = c & (0x3F >> (n - 1));
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    v = v << 6 | (b(i + k) & 0x3F);
+  }
+  static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < kMin[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  *cp = v;
+  return n;
+}
+
+// Appends s with every C0 and C1 control character, DEL and byte that is not UTF-8 as \xNN (C1 as
+// \u00NN); `also` lists further ASCII characters to precede with a backslash.
+void append_escaped(std::string& out, std::string_view s, std::string_view also) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F) out += ::fmt::format("\\x{:02x}", c);
+      else if (also.find(char(c)) != std::string_view::npos) out += '\\', out += char(c);
+      else out += char(c);
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    size_t n = utf8_sequence(s, i, &cp);
+    if (n == 0) {
+      out += ::fmt::format("\\x{:02x}", c);
+      ++i;
     } else {
-      out += c;
+      if (cp <= 0x9F) out += ::fmt::format("\\u{:04x}", cp);
+      else out.append(s.data() + i, n);
+      i += n;
     }
   }
+}
+
+}  // namespace
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  append_escaped(out, s, "\"\\");
   return out + "\"";
 }
 
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  append_escaped(out, s, {});
+  return out;
+}
+
 void Table::print(std::FILE* out, int indent) const {
+  // Cells may hold names from a trace: control characters must not reach the terminal.
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : rows_) {
+    rows.emplace_back();
+    for (const std::string& cell : r) rows.back().push_back(printable(cell));
+  }
   std::vector<size_t> widths(columns_.size());
   for (size_t c = 0; c < columns_.size(); ++c) widths[c] = width(columns_[c].title);
-  for (const auto& r : rows_) {
+  for (const auto& r : rows) {
     for (size_t c = 0; c < r.size() && c < widths.size(); ++c) {
       widths[c] = std::max(widths[c], width(r[c]));
     }
@@ -121,7 +172,7 @@ void Table::print(std::FILE* out, int indent) const {
   }
   line(titles);
   line(rules);
-  for (const auto& r : rows_) line(r);
+  for (const auto& r : rows) line(r);
 }
 
 }  // namespace cutrace::tools

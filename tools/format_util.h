@@ -21,6 +21,9 @@ std::string human_count(uint64_t n);      // "1,234,567"
 std::string percent(double part, double whole);  // "12.3%"; "-" when whole is 0
 std::string ellipsize(std::string_view s, size_t max_chars);  // keeps head and tail
 std::string quote(std::string_view s);    // "text" with control characters escaped
+// s with control characters (C0, DEL, C1) and bytes that are not UTF-8 escaped (\x1b, \u009b):
+// every name from a trace or a directory goes through it before it reaches a terminal.
+std::string printable(std::string_view s);
 std::string bar(uint64_t n, uint64_t max, size_t width);  // "#" x round(width * n / max), >= 1 if n
 std::string fraction(double f);           // 0.123 -> "12.3%"
 

@@ -62,7 +62,7 @@ Json track_json(const Track& t, int64_t origin) {
   if (t.kind == "thread" || t.kind == "stream") j["events"] = t.events.size();
   if (t.kind == "counter") {
     Json ts = Json::array(), v = Json::array();
-    for (int64_t x : t.counter.ts) ts.push_back(x - origin);
+    for (int64_t x : t.counter.ts) ts.push_back(sat_sub(x, origin));
     for (double x : t.counter.value) v.push_back(std::round(x * 100) / 100);
     j["series"] = t.series;
     j["unit"] = t.counter.unit;
@@ -106,12 +106,13 @@ EventColumns aggregate(const EventColumns& e, int64_t t0, int64_t bucket, std::v
   };
   std::map<std::pair<uint16_t, int64_t>, Bucket> buckets;  // (row, index)
   for (size_t i = 0; i < e.size(); ++i) {
-    int64_t b = std::max<int64_t>(0, (e.start[i] - t0) / bucket);
+    int64_t b = std::max<int64_t>(0, sat_sub(e.start[i], t0) / bucket);
     Bucket& k = buckets[{e.row[i], b}];
     if (k.count == 0) k.start = e.start[i], k.kind = e.kind[i];
-    k.end = std::max(k.end, e.start[i] + e.dur[i]);
+    k.end = std::max(k.end, sat_add(e.start[i], e.dur[i]));
     ++k.count;
-    k.time[e.name[i]] += e.dur[i] + 1;
+    int64_t& tn = k.time[e.name[i]];
+    tn = sat_add(tn, sat_add(e.dur[i], 1));
   }
   EventColumns out;
   for (const auto& [key, k] : buckets) {
@@ -119,8 +120,8 @@ EventColumns aggregate(const EventColumns& e, int64_t t0, int64_t bucket, std::v
     int64_t best = -1;
     for (const auto& [n, ns] : k.time)
       if (ns > best) best = ns, name = n;
-    int64_t bucket_end = t0 + (key.second + 1) * bucket;
-    out.add(k.start, std::max<int64_t>(0, std::min(k.end, std::max(bucket_end, k.start)) - k.start), name,
+    int64_t bucket_end = sat_add(t0, sat_add(key.second * bucket, bucket));  // key.second * bucket <= start - t0
+    out.add(k.start, std::max<int64_t>(0, sat_sub(std::min(k.end, std::max(bucket_end, k.start)), k.start)), name,
             EventKind(k.kind), key.first, 0, 0, 0);
     counts->push_back(k.count);
   }
@@ -144,7 +145,7 @@ void events_json(std::string& o, const Track& t, const EventColumns& e, int64_t 
   put_num(o, t.id);
   o += counts ? ",\"lod\":true,\"bucket_ns\":" : ",\"lod\":false";
   if (counts) put_num(o, bucket);
-  column(o, "s", e.start, [&](int64_t v) { return v - origin; });
+  column(o, "s", e.start, [&](int64_t v) { return sat_sub(v, origin); });
   column(o, "d", e.dur, [](int64_t v) { return v; });
   column(o, "n", e.name, [](uint32_t v) { return v; });
   column(o, "k", e.kind, [](uint8_t v) { return unsigned(v); });
@@ -163,14 +164,14 @@ void events_json(std::string& o, const Track& t, const EventColumns& e, int64_t 
 
 std::string timeline_doc(const Timeline& tl, const TimelineQuery& q) {
   int64_t origin = tl.t0_ns;
-  int64_t t0 = std::max(q.t0_ns, tl.t0_ns), t1 = std::min(q.t1_ns, tl.t1_ns + 1);
-  int64_t bucket = q.width_px > 0 && t1 > t0 ? std::max<int64_t>(1, (t1 - t0) / q.width_px) : 0;
+  int64_t t0 = std::max(q.t0_ns, tl.t0_ns), t1 = std::min(q.t1_ns, sat_add(tl.t1_ns, 1));
+  int64_t bucket = q.width_px > 0 && t1 > t0 ? std::max<int64_t>(1, sat_sub(t1, t0) / q.width_px) : 0;
   std::string o = "{\"clock\":\"" + tl.clock + "\",\"origin_ns\":";
   put_num(o, origin);
   o += ",\"t0_ns\":";
-  put_num(o, t0 - origin);
+  put_num(o, sat_sub(t0, origin));
   o += ",\"t1_ns\":";
-  put_num(o, t1 - origin);
+  put_num(o, sat_sub(t1, origin));
   o += ",\"events\":";
   put_num(o, tl.events);
   o += ",\"strings\":";

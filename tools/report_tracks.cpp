@@ -9,6 +9,7 @@
 #include "tools/align.h"
 #include "tools/format_util.h"
 #include "tools/stacks.h"
+#include "tools/summary_model.h"  // sat_add, sat_sub: damaged times must not overflow
 
 namespace cutrace::report {
 
@@ -89,7 +90,7 @@ class Loader {
     tl_->t0_ns = std::min(tl_->t0_ns, s);
     tl_->t1_ns = std::max(tl_->t1_ns, std::max(s, e));
   }
-  int64_t at(int64_t t) const { return t > 0 ? t + off_ : t; }  // 0 stays "unknown"
+  int64_t at(int64_t t) const { return t > 0 ? sat_add(t, off_) : t; }  // 0 stays "unknown"
   bool keep(int64_t s, int64_t e) const { return e >= t0_ && s < t1_; }
   uint32_t str(std::string_view s) { return tl_->strings.id(std::string(s)); }
 
@@ -113,7 +114,7 @@ class Loader {
     uint32_t bt = backtrace_of(corr);
     if (!keep(b, e)) return;
     EventColumns& c = f_->threads[tid];
-    c.add(b, e - b, name, k, kApiRow, corr, bytes, detail);
+    c.add(b, sat_sub(e, b), name, k, kApiRow, corr, bytes, detail);
     c.backtrace.back() = bt;
     ++tl_->events;
   }
@@ -123,7 +124,7 @@ class Loader {
     int64_t gs = at(op.gpu_start), ge = at(op.gpu_end);
     extent(gs, ge);
     if (!keep(gs, ge)) return;
-    f_->streams[+op.stream].add(gs, ge - gs, name, k, 0, op.corr, bytes,
+    f_->streams[+op.stream].add(gs, sat_sub(ge, gs), name, k, 0, op.corr, bytes,
                                detail);
     f_->stream_device.emplace(+op.stream, +op.device);
     f_->busy[+op.device].emplace_back(gs, ge);
@@ -205,10 +206,10 @@ class Loader {
         if (!keep(gb, gend)) break;
         std::string d = ::fmt::format("GPU ops launched inside {}", +g.gpu_ops);
         if (g.gpu_start > 0 && g.gpu_end >= g.gpu_start)
-          d += ::fmt::format("  GPU projection {}", tools::human_ns(g.gpu_end - g.gpu_start));
+          d += ::fmt::format("  GPU projection {}", tools::human_ns(sat_sub(g.gpu_end, g.gpu_start)));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
         if (fmt::range_open(g)) d += "  open: not ended when the trace ended";
-        f_->threads[+g.tid].add(gb, gend - gb, str(r_->str(g.name_id)),
+        f_->threads[+g.tid].add(gb, sat_sub(gend, gb), str(r_->str(g.name_id)),
                                EventKind::Range, g.depth, 0, 0, str(d));
         int& md = f_->max_depth[+g.tid];
         md = std::max(md, int(g.depth) + 1);
@@ -235,7 +236,7 @@ class Loader {
         std::string d = tools::loss_kinds_text(f) +
                         (l.reason == uint8_t(fmt::LossReason::Exit) ? ": in progress when the process ended"
                                                                      : ": buffer budget in use");
-        f_->threads[+l.tid].add(b, e - b, str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
+        f_->threads[+l.tid].add(b, sat_sub(e, b), str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
                                EventKind::Missing, 0, 0, 0, str(d));
         f_->max_depth[+l.tid] = std::max(f_->max_depth[+l.tid], 1);
         ++tl_->events;

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/safe_file.h"
+
 namespace cutrace {
 
 bool StackTable::absorb(const Record& rec, const TraceReader& r) {
@@ -112,9 +114,9 @@ bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std
     *why = "libelf unusable";
     return false;
   }
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular(path.c_str());  // a path from a trace: a FIFO there must not block
   if (fd < 0) {
-    *why = std::string("cannot open: ") + strerror(errno);
+    *why = std::string("cannot open: ") + open_regular_error(errno);
     return false;
   }
   Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
@@ -169,7 +171,8 @@ const Symbolizer::Syms& Symbolizer::load(const ModuleInfo& m) {
     problems_.push_back(m.path + ": build-id " + file_id + " differs from the recorded " + m.build_id +
                         " (the file changed since the run): not symbolised");
   }
-  if (m.build_id.size() > 2 && (s.v.empty() || file_id == m.build_id)) {
+  bool hex_id = m.build_id.find_first_not_of("0123456789abcdef") == std::string::npos;  // names a path
+  if (m.build_id.size() > 2 && hex_id && (s.v.empty() || file_id == m.build_id)) {
     // Separate debug symbols (Debian's -dbgsym packages) when installed.
     std::string dbg = "/usr/lib/debug/.build-id/" + m.build_id.substr(0, 2) + "/" + m.build_id.substr(2) + ".debug";
     std::vector<ElfSymbol> extra;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "tools/id_table.h"
+
 namespace cutrace {
 namespace {
 
@@ -290,8 +292,8 @@ void CopyStat::merge(const CopyStat& o) {
 void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
                     uint32_t ops) {
   ++count;
-  cpu.add(std::max<int64_t>(0, cpu_end - cpu_begin));
-  if (timed(gpu_start, gpu_end)) gpu.add(gpu_end - gpu_start);
+  cpu.add(cpu_end > cpu_begin ? sat_sub(cpu_end, cpu_begin) : 0);
+  if (timed(gpu_start, gpu_end)) gpu.add(sat_sub(gpu_end, gpu_start));
   gpu_ops += ops;
 }
 
@@ -351,16 +353,16 @@ std::vector<HistBin> StepStats::bins(bool use_gpu) const {
   const Dist& d = use_gpu ? gpu : cpu;
   std::vector<HistBin> out;
   if (d.n == 0) return out;
-  int64_t range = d.max - d.min;
+  int64_t range = sat_sub(d.max, d.min);  // damaged durations may be negative
   size_t nbins = range == 0 ? 1 : std::clamp<size_t>(size_t(std::ceil(std::sqrt(double(d.n)))), 10, 20);
   int64_t width = range / int64_t(nbins) + 1;  // nbins * width > range: max falls in the last bin
   for (size_t i = 0; i < nbins; ++i) {
-    int64_t lo = d.min + int64_t(i) * width;
-    out.push_back({lo, lo + width, 0});
+    int64_t lo = sat_add(d.min, int64_t(i) * width);
+    out.push_back({lo, sat_add(lo, width), 0});
   }
   auto put = [&](int64_t v, uint64_t n) {
     v = std::clamp(v, d.min, d.max);
-    out[std::min(size_t((v - d.min) / width), nbins - 1)].count += n;
+    out[std::min(size_t(sat_sub(v, d.min) / width), nbins - 1)].count += n;
   };
   if (exact) {
     for (int64_t v : use_gpu ? gpu_values : cpu_values) put(v, 1);
@@ -431,7 +433,7 @@ struct SummaryModel::FileTotals {
   RangeStat other_ranges;
   std::unordered_map<uint64_t, uint64_t> marks;  // (domain id << 32 | name id) -> count
   uint64_t other_marks = 0;
-  std::vector<int8_t> is_step;  // by name string id: -1 not decided yet
+  IdTable<int8_t> is_step{-1};  // by name string id: -1 not decided yet
   StepStats steps;
   std::vector<int64_t> step_ends;              // --step-sync: sorted synchronisation ends
   bool by_sync_steps = false;                  // step_ends.size() >= 2
@@ -440,7 +442,7 @@ struct SummaryModel::FileTotals {
   uint64_t windows_beyond = 0;
   std::vector<Worst> worst;
   int64_t worst_floor = std::numeric_limits<int64_t>::min();
-  std::vector<int64_t> stream_end;  // by stream id: latest GPU end seen
+  IdTable<int64_t> stream_end{0};  // by stream id: latest GPU end seen
   std::vector<Timeline> timelines;
   DeviceTimeline* last_timeline = nullptr;  // of last_device
   uint16_t last_device = 0;
@@ -490,7 +492,6 @@ struct SummaryModel::FileTotals {
     return *(last_timeline = timelines.back().t.get());
   }
   [[gnu::always_inline]] int64_t& last_end(uint32_t stream) {
-    if (stream >= stream_end.size()) stream_end.resize(size_t(stream) + 1, 0);
     return stream_end[stream];
   }
   // A timed GPU operation: the timeline, the stream's last end (le: last_end(op.stream)), the
@@ -525,7 +526,6 @@ struct SummaryModel::FileTotals {
     }
   }
   bool step_name(uint32_t name_id) {
-    if (name_id >= is_step.size()) is_step.resize(size_t(name_id) + 1, -1);
     int8_t& s = is_step[name_id];
     if (s < 0) s = glob_match(opt.step_pattern, r.str(name_id)) ? 1 : 0;
     return s == 1;
@@ -576,7 +576,7 @@ struct SummaryModel::FileTotals {
   // --step-sync steps, known only at the end: each to the window it ended in.
   void sync_steps_to_windows() {
     for (size_t i = 0; i + 1 < step_ends.size(); ++i) {
-      if (WindowSummary* w = window_at(step_ends[i + 1])) w->steps.add(step_ends[i + 1] - step_ends[i]);
+      if (WindowSummary* w = window_at(step_ends[i + 1])) w->steps.add(sat_sub(step_ends[i + 1], step_ends[i]));
     }
   }
   void add_mark(uint32_t domain_id, uint32_t name_id) {
@@ -951,7 +951,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
 
   for (size_t i = 0; i + 1 < t.step_ends.size(); ++i) {
     bool gpu = t.step_hi[i] != 0;
-    t.steps.add(t.step_ends[i + 1] - t.step_ends[i], gpu, t.step_hi[i] - t.step_lo[i]);
+    t.steps.add(sat_sub(t.step_ends[i + 1], t.step_ends[i]), gpu, sat_sub(t.step_hi[i], t.step_lo[i]));
   }
   t.sync_steps_to_windows();
   steps_.merge(t.steps);

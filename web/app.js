@@ -8,10 +8,23 @@
       const e = document.getElementById(id);
       return e ? JSON.parse(e.textContent) : null;
     };
+    // An error answer of the server ({"error": why}, e.g. 422: no trace of the job reads) is the
+    // message shown, not a document to draw.
+    const get = async (url) => {
+      const r = await fetch(url);
+      let body = null;
+      try {
+        body = await r.json();
+      } catch (e) {
+        if (r.ok) throw e;
+      }
+      if (!r.ok) throw new Error((body && body.error) || `HTTP ${r.status} ${r.statusText}`);
+      return body;
+    };
     let dashboard = embedded('cutrace-dashboard');
     let timeline = embedded('cutrace-timeline');
-    if (!dashboard) dashboard = await (await fetch('dashboard.json')).json();
-    if (!timeline) timeline = await (await fetch('timeline.json')).json();
+    if (!dashboard) dashboard = await get('dashboard.json');
+    if (!timeline) timeline = await get('timeline.json');
     return {dashboard, timeline};
   }
 
@@ -30,7 +43,10 @@
     try {
       data = await loadData();
     } catch (e) {
-      document.getElementById('dashboard').textContent = 'cannot load the report data: ' + e;
+      const box = document.getElementById('dashboard');
+      box.textContent = 'Cannot load the report data: ' + e.message;
+      box.classList.add('load-error');
+      document.body.dataset.ready = 'error';
       return;
     }
     header(data.dashboard);

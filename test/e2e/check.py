@@ -2184,6 +2184,9 @@ TESTS.extend(capture_checks.TESTS)
 # The NVTX specification tests (the oracle comparison) live in nvtx_checks.py.
 import nvtx_checks  # noqa: E402
 TESTS.extend(nvtx_checks.TESTS)
+# Hostile files and damaged traces: hardening_checks.py.
+import hardening_checks  # noqa: E402
+TESTS.extend(hardening_checks.TESTS)
 
 
 def run_test(t, s):

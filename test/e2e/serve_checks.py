@@ -36,11 +36,12 @@ class Server:
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, errors="replace")
         line = self.p.stdout.readline()
-        m = re.match(r"cutrace serve: http://([^/]+):(\d+)/ serving (.*)$", line.strip())
+        m = re.match(r"cutrace serve: http://([^/]+):(\d+)/\?token=([0-9a-f]{48}) serving (.*)$", line.strip())
         if not m:
             self.stop()
             c.require(False, f"cutrace serve printed {line!r}, stderr {self.p.stderr.read()[:300]!r}")
-        self.host, self.port = m.group(1), int(m.group(2))
+        self.host, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
+        self.auth = f"Authorization: Bearer {self.token}\r\n".encode()  # for raw requests
 
     def __enter__(self):
         return self
@@ -58,14 +59,17 @@ class Server:
                 self.p.wait()
                 self.c.expect(False, "cutrace serve did not stop within 15 s of SIGTERM")
 
-    def request(self, method, path, headers=None, body=None):
-        """(status, headers dict, body bytes); the path is sent exactly as given."""
+    def request(self, method, path, headers=None, body=None, token=True):
+        """(status, headers dict, body bytes); the path is sent exactly as given, with the token
+        (Authorization header) unless token=False."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         if method == "POST" and body is None:
             body = b""  # Content-Length: 0, as browsers send
         try:
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
             hdrs = {"Host": f"127.0.0.1:{self.port}"}
+            if token:
+                hdrs["Authorization"] = f"Bearer {self.token}"
             hdrs.update(headers or {})
             for k, v in hdrs.items():
                 conn.putheader(k, v)
@@ -416,9 +420,150 @@ def serve_load_unload_and_eviction(s, c):
         # A POST without Content-Length (curl -X POST) is answered at once, not after the read
         # timeout (httplib would wait for a body).
         t = time.monotonic()
-        line = srv.raw(f"POST /api/jobs/{a}/load HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+        line = srv.raw(f"POST /api/jobs/{a}/load HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n".encode() + srv.auth + b"\r\n")
         took = time.monotonic() - t
         c.expect(line.startswith("HTTP/1.1 200") and took < 3, f"POST without Content-Length: {line!r} after {took:.1f} s")
         for q in ("t0=5&t1=5&px=10", "t0=0&t1=10&px=0", "t0=0&t1=10&px=100000", "t0=x&t1=10&px=10"):
             status, _, _ = srv.request("GET", f"/api/jobs/{a}/timeline?{q}")
             c.equal(f"timeline?{q}", status, 400)
+
+
+@test
+def serve_requires_the_token(s, c):
+    """The URL the server prints carries a token (48 hex digits, new each start), as Jupyter's
+    does; every route but /favicon.ico refuses a request without it (API and POST: 401 JSON; a
+    page: a 401 HTML page saying to use the printed URL), and with a wrong one. The token is
+    accepted as ?token=, as `Authorization: Bearer|token`, or as the cookie that opening a page
+    with ?token= sets (HttpOnly, SameSite=Strict) while redirecting to the address without it.
+    Fails (200 to everyone: a process of another user read a 0700 directory served by root)
+    without the token check."""
+    root = s.tmpdir("serve-token")
+    record_exit(s, c, os.path.join(root, "a"))
+    a = job_id("a")
+    with Server(s, c, root) as srv, Server(s, c, root) as other:
+        c.expect(srv.token != other.token, "two servers printed the same token")
+        wrong = "0" * 48
+        for method, path in (("GET", "/api/jobs"), ("GET", f"/api/jobs/{a}/dashboard"), ("POST", f"/api/jobs/{a}/load"),
+                             ("POST", f"/api/jobs/{a}/unload"), ("GET", f"/job/{a}/timeline.json"), ("GET", "/"),
+                             ("GET", f"/job/{a}/"), ("GET", "/jobs.js"), ("GET", f"/job/{a}/dashboard.json")):
+            for what, hdrs in (("no token", {}), ("a wrong token", {"Authorization": f"Bearer {wrong}"}),
+                               ("a wrong cookie", {"Cookie": f"cutrace_token={wrong}"}),
+                               ("the other server's token", {"Authorization": f"Bearer {other.token}"})):
+                status, headers, body = srv.request(method, path, hdrs, token=False)
+                c.equal(f"{method} {path} with {what}", status, 401)
+                if path.startswith("/api/") or method == "POST":
+                    c.expect(b"token" in body and headers.get("content-type", "").startswith("application/json"),
+                             f"{method} {path}: 401 body {body[:200]!r}")
+                else:
+                    c.expect(b"<h1>401" in body and b"?token=" in body and b"<script" not in body,
+                             f"{method} {path}: 401 page {body[:300]!r}")
+        status, _, _ = srv.request("GET", "/favicon.ico", token=False)
+        c.equal("favicon without the token", status, 204)
+        status, _, _ = srv.request("GET", f"/api/jobs?token={srv.token}", token=False)
+        c.equal("?token= on an API call", status, 200)
+        status, _, _ = srv.request("GET", "/api/jobs", {"Authorization": f"token {srv.token}"}, token=False)
+        c.equal("Authorization: token", status, 200)
+        status, headers, _ = srv.request("GET", f"/?token={srv.token}", token=False)
+        c.equal("the printed URL: redirect", (status, headers.get("location")), (303, "/"))
+        cookie = headers.get("set-cookie", "")
+        c.expect(cookie.startswith(f"cutrace_token={srv.token};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie,
+                 f"Set-Cookie {cookie!r}")
+        for method, path in (("GET", "/"), ("GET", f"/job/{a}/"), ("POST", f"/api/jobs/{a}/load"), ("GET", "/api/jobs")):
+            status, _, _ = srv.request(method, path, {"Cookie": f"x=1; cutrace_token={srv.token}"}, token=False)
+            c.equal(f"{method} {path} with the cookie", status, 200)
+
+
+@test
+def serve_refuses_cross_origin_state_changes(s, c):
+    """POST load and unload (with the token: the browser sends its cookie) are refused (403) when
+    Origin is another origin or "null", or Sec-Fetch-Site says another site; from the server's
+    own pages (Origin http://127.0.0.1:PORT, Sec-Fetch-Site same-origin), and from a client that
+    sends no Origin (curl), they work. Fails (200: load and unload accepted Origin
+    http://evil.example and null) without the Origin check."""
+    root = s.tmpdir("serve-origin")
+    record_exit(s, c, os.path.join(root, "a"))
+    a = job_id("a")
+    with Server(s, c, root) as srv:
+        for action in ("load", "unload"):
+            path = f"/api/jobs/{a}/{action}"
+            for hdrs in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Origin": f"http://127.0.0.1:{srv.port + 1}"},
+                         {"Origin": f"https://127.0.0.1:{srv.port}"}, {"Sec-Fetch-Site": "cross-site"},
+                         {"Sec-Fetch-Site": "same-site"}, {"Origin": f"http://127.0.0.1:{srv.port}", "Sec-Fetch-Site": "cross-site"}):
+                status, _, body = srv.request("POST", path, hdrs)
+                c.expect(status == 403 and b"origin" in body, f"POST {action} with {hdrs}: HTTP {status} {body[:120]!r}")
+            for hdrs in ({"Origin": f"http://127.0.0.1:{srv.port}", "Sec-Fetch-Site": "same-origin"}, {}):
+                status, _, body = srv.request("POST", path, hdrs)
+                c.equal(f"POST {action} with {hdrs}", status, 200)
+        c.equal("loaded after the refused loads and the last unload", jobs_by_name(srv)["a"]["loaded"], False)
+
+
+@test
+def serve_idle_and_slow_clients_do_not_starve_others(s, c):
+    """200 connections that send nothing and 16 that send a request head one byte every 0.3 s do
+    not keep another client waiting: it is answered within 1 s, and again while they go on; the
+    idle ones are closed once they have held their connection 10 s without a request. Fails (16
+    slow or 200 idle connections: every worker taken, the request timed out) when a worker
+    thread waits on each connection."""
+    root = s.tmpdir("serve-idle")
+    record_exit(s, c, os.path.join(root, "a"))
+    with Server(s, c, root) as srv:
+        idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(200)]
+        head = f"GET /api/jobs HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n".encode() + srv.auth + b"\r\n"
+        slow = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(16)]
+        opened = time.monotonic()
+        try:
+            sent = 0
+            for round_ in range(6):
+                for sk in slow:
+                    try:
+                        sk.sendall(head[sent:sent + 1])
+                    except OSError:
+                        pass
+                sent += 1
+                t = time.monotonic()
+                status, _, _ = srv.request("GET", "/api/jobs")
+                took = time.monotonic() - t
+                c.expect(status == 200 and took < 1.0, f"round {round_}: HTTP {status} after {took:.2f} s")
+                time.sleep(0.3)
+            time.sleep(max(0.0, opened + 11.5 - time.monotonic()))
+            closed = 0
+            for sk in idle:
+                sk.settimeout(2)
+                try:
+                    closed += sk.recv(1) == b""
+                except OSError:
+                    closed += 1
+            c.equal("idle connections closed after 10 s", closed, len(idle))
+            status, _, _ = srv.request("GET", "/api/jobs")
+            c.equal("still answering", status, 200)
+        finally:
+            for sk in idle + slow:
+                sk.close()
+
+
+@test
+def serve_unreadable_job_is_a_clear_error(s, c):
+    """A job whose every trace is unreadable (an empty file, a text file): its dashboard and
+    timeline answer 422 with the reason, naming the files, as JSON; its page loads (and shows the
+    reason, browser test); an unknown job's page is a 404 HTML page, not JSON."""
+    root = s.tmpdir("serve-unreadable")
+    d = os.path.join(root, "broken")
+    os.makedirs(d)
+    open(os.path.join(d, "empty.rank0.pid1.cutrace"), "w").close()
+    with open(os.path.join(d, "text.rank1.pid2.cutrace"), "w") as f:
+        f.write("not a trace\n")
+    b = job_id("broken")
+    with Server(s, c, root) as srv:
+        for path in (f"/api/jobs/{b}/dashboard", f"/job/{b}/dashboard.json", f"/job/{b}/timeline.json"):
+            status, headers, body = srv.request("GET", path)
+            c.equal(f"GET {path}", status, 422)
+            try:
+                msg = json.loads(body)["error"]
+            except (ValueError, KeyError):
+                msg = ""
+            c.expect("broken" in msg and ("empty" in msg or "not a cutrace trace" in msg), f"GET {path}: {body[:300]!r}")
+        status, headers, body = srv.request("GET", f"/job/{b}/")
+        c.equal("the job's page", status, 200)
+        status, headers, body = srv.request("GET", "/job/0123456789abcdef/")
+        c.expect(status == 404 and headers.get("content-type", "").startswith("text/html") and b"no such job" in body,
+                 f"unknown job page: HTTP {status} {headers.get('content-type')} {body[:200]!r}")

@@ -34,6 +34,11 @@ mkdir -p "$tmp/term"
 CUTRACE_OUTPUT=$tmp/term LD_PRELOAD=$build/lib/libcutrace.so "$build/test/e2e/fault_app" wait 50 >/dev/null &
 sleep 1 && kill -TERM $! && wait $! || true
 cp "$(ls "$tmp/term"/*.cutrace | head -n 1)" "$corpus/seed-sigterm"
+# Valid traces with hostile contents (test/craft/craft_trace.cpp): ids and times at their
+# extremes, kernels on stream id 2^30, names holding terminal escapes.
+"$build/test/craft_trace" "$corpus/crafted-extreme" extreme
+"$build/test/craft_trace" "$corpus/crafted-stream-2-30" stream 1073741824
+"$build/test/craft_trace" "$corpus/crafted-hostile-names" names
 # Damaged copies of the copies trace (python3: byte-exact edits).
 python3 - "$corpus" <<'PY'
 import os, struct, sys

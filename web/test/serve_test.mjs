@@ -5,7 +5,7 @@
 // finer piece of it. No console error and no dialog on any page.
 import assert from 'node:assert/strict';
 import {execFileSync, spawn} from 'node:child_process';
-import {mkdtempSync, rmSync} from 'node:fs';
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {after, before, test} from 'node:test';
@@ -18,7 +18,7 @@ const EVIL_JOB = '<img src=x onerror=alert(9)>';
 const EVIL_KERNEL = '<img/src=x/onerror=alert(1)>';
 const BIG_LAUNCHES = 20000;
 
-let dir, server, base, browser, page;
+let dir, server, base, tokenUrl, browser, page;
 const errors = [], dialogs = [];
 
 function record(job, argv) {
@@ -39,12 +39,13 @@ before(async () => {
   record(EVIL_JOB, [prog('hostile_names')]);
   record('big', [prog('fault_app'), 'many', String(BIG_LAUNCHES)]);
   server = spawn(cutrace, ['serve', dir, '--port', '0'], {stdio: ['ignore', 'pipe', 'inherit']});
-  base = await new Promise((resolve, reject) => {
+  // The printed URL carries the token; opening it sets the cookie the pages' requests send.
+  [base, tokenUrl] = await new Promise((resolve, reject) => {
     let out = '';
     server.stdout.on('data', (d) => {
       out += d;
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
-      if (m) resolve(m[1]);
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)(\?token=[0-9a-f]{48})/.exec(out);
+      if (m) resolve([m[1], m[1] + m[2]]);
     });
     server.on('exit', (code) => reject(new Error(`cutrace serve exited ${code}: ${out}`)));
   });
@@ -54,6 +55,8 @@ before(async () => {
   page.on('pageerror', (e) => errors.push(`pageerror (${page.url()}): ${e.message}`));
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
   page.on('request', (r) => { if (!r.url().startsWith(base)) errors.push('request outside the server: ' + r.url()); });
+  await page.goto(tokenUrl);
+  assert.equal(page.url(), base, 'the printed URL redirects to the address without the token');
 });
 
 after(async () => {
@@ -200,4 +203,33 @@ test('job list: a directory holding two runs is marked mixed runs', async () => 
   assert.match(await mark.getAttribute('title'), /^traces of 2 separate runs/);
   assert.equal(await row('alpha').locator('.mixed').count(), 0);
   assert.deepEqual(errors, []);
+});
+
+test('without the token: a page that says to open the printed URL; nothing else answers', async () => {
+  const context = await browser.newContext();
+  const fresh = await context.newPage();
+  const r = await fresh.goto(base);
+  assert.equal(r.status(), 401);
+  assert.match(await fresh.locator('h1').textContent(), /401 the token is missing or wrong/);
+  assert.match(await fresh.locator('body').textContent(), /\?token=/);
+  const api = await fresh.evaluate(async () => (await fetch('/api/jobs')).status);
+  assert.equal(api, 401);
+  await context.close();
+});
+
+// A job whose traces are all unreadable: its page shows the server's reason (422), not a blank page.
+test('a job whose traces are all unreadable: its page says why', async () => {
+  mkdirSync(path.join(dir, 'broken'));
+  writeFileSync(path.join(dir, 'broken', 'empty.rank0.pid1.cutrace'), '');
+  await openList();
+  const id = await page.evaluate(async () => (await (await fetch('/api/jobs')).json()).jobs.find((j) => j.name === 'broken').id);
+  const before = errors.length;
+  await page.goto(base + 'job/' + id + '/');
+  await page.waitForSelector('body[data-ready="error"]', {timeout: 30000});
+  const text = await page.locator('#dashboard').textContent();
+  assert.match(text, /Cannot load the report data: cannot read job broken/);
+  assert.match(text, /empty/);
+  // The 422 answer itself is logged by the browser as a failed resource; nothing else may be.
+  assert.ok(errors.slice(before).every((e) => /status of 422/.test(e)), errors.slice(before).join('; '));
+  errors.length = before;
 });
