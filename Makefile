@@ -20,7 +20,7 @@ LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
 # The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
 ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
-FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp
+FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp collector/job_file.cpp
 SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
               $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
 TOOLS_SRC  := $(wildcard tools/*.cpp)
