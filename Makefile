@@ -47,6 +47,7 @@ FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 FAKE_CUPTI_SO := $(BUILD)/test/fake_cupti/libcupti.so
 UNIT_BIN := $(BUILD)/test/unit_tests
 DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
+CLOCK_SHIFT_SO := $(BUILD)/test/libclock_shift.so
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
 REPORT_GEN := $(BUILD)/test/report_trace_gen
 FUZZ_BINS := $(patsubst test/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRC))
@@ -135,6 +136,11 @@ $(DISK_FULL_SO): $(BUILD)/obj/test/fault_io/disk_full.o
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $< -ldl
 
+# Test interposer: a host whose wall clock is off (test/fault_io/clock_shift.cpp).
+$(CLOCK_SHIFT_SO): $(BUILD)/obj/test/fault_io/clock_shift.o
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -shared -o $@ $< -ldl
+
 # The launch loop that bench/gpu/launch_ab.py runs on a GPU machine: linked against the fake
 # driver, whose soname is the real driver's (libcuda.so.1), so the same binary runs there. Built by
 # `make test` so that it keeps compiling.
@@ -143,7 +149,7 @@ $(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
 
-test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO) $(LAUNCH_AB)
+test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(DISK_FULL_SO) $(CLOCK_SHIFT_SO) $(LAUNCH_AB)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
@@ -159,7 +165,8 @@ sanitize:  # one after the other: both at once would double the load on the timi
 	$(MAKE) sanitize-tsan
 sanitize-tsan sanitize-asan: sanitize-%:
 	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) \
-	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%)
+	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%) \
+	  $(CLOCK_SHIFT_SO:$(BUILD)/%=build-$*/%)
 	bash test/sanitize/run.sh $* build-$*
 
 # ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------

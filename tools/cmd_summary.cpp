@@ -11,6 +11,7 @@
 
 #include "tools/commands.h"
 #include "tools/format_util.h"
+#include "tools/straggler.h"
 #include "tools/summary_model.h"
 
 namespace {
@@ -67,9 +68,9 @@ void print_files(const SummaryModel& m) {
     std::string rank = rank_label(f.rank);
     if (f.world_size > 0) rank += fmt::format(" of {}", f.world_size);
     if (f.local_rank >= 0) rank += fmt::format(" (local {})", f.local_rank);
-    std::printf("  host %s   rank %s   pid %lld   format %s\n",
+    std::printf("  host %s   rank %s   pid %lld   format %s   gpu timing %s\n",
                 f.host.empty() ? "-" : f.host.c_str(), rank.c_str(),
-                static_cast<long long>(f.pid), f.version.c_str());
+                static_cast<long long>(f.pid), f.version.c_str(), f.gpu_timing.empty() ? "-" : f.gpu_timing.c_str());
     std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : cutrace::tools::ellipsize(f.cmdline, 200).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
@@ -581,11 +582,21 @@ void print_windows(const SummaryModel& m, size_t top) {
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
 }
 
-void print_ranks(const SummaryModel& m) {
+// With collectives, the straggler they name is starred (step times are equal across ranks that
+// synchronise); without, the slowest rank by the summary model's criterion.
+void print_ranks(const SummaryModel& m, const cutrace::StragglerReport& strag) {
   if (m.files().size() < 2) return;
   std::string criterion;
   int slow = m.slowest_file(&criterion);
-  section(fmt::format("Per-rank comparison (* slowest by {})", criterion));
+  if (strag.analysed) {
+    slow = -1;
+    for (size_t i = 0; i < m.files().size() && strag.straggler >= 0; ++i)
+      if (m.files()[i].file == strag.ranks[size_t(strag.straggler)].file) slow = int(i);
+    section(slow >= 0 ? std::string("Per-rank comparison (* the straggler, from the collectives: see Stragglers)")
+                      : std::string("Per-rank comparison (no straggler, from the collectives: see Stragglers)"));
+  } else {
+    section(fmt::format("Per-rank comparison (* slowest by {})", criterion));
+  }
   Table t({{"Rank", Align::Right},
            {"Steps", Align::Right},
            {"Step mean", Align::Right},
@@ -625,7 +636,7 @@ void print_losses(const SummaryModel& m) {
   std::printf("\n");
 }
 
-void print_text(const SummaryModel& m, size_t top) {
+void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerReport& strag) {
   print_losses(m);
   print_files(m);
   print_kernels(m, top);
@@ -639,7 +650,11 @@ void print_text(const SummaryModel& m, size_t top) {
   print_ranges(m, top);
   print_steps(m);
   print_windows(m, top);
-  print_ranks(m);
+  print_ranks(m, strag);
+  if (m.files().size() > 1) {
+    section("Stragglers (the last rank to arrive at a collective makes the others wait; its NCCL kernel is the shortest)");
+    cutrace::print_stragglers(strag, stdout);
+  }
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
@@ -677,10 +692,25 @@ int run(const Options& o) {
   });
   for (const std::string& e : set.errors()) std::fprintf(stderr, "cutrace: %s\n", e.c_str());
   if (opened == 0) return 1;
+  // Stragglers: over the whole traces of a job (not with --rank, which keeps one).
+  cutrace::StragglerReport strag;
+  strag.why_not = "one rank";
+  if (set.files().size() > 1 && !so.rank) {
+    cutrace::AlignOptions ao;
+    ao.step_pattern = so.step_pattern;
+    std::vector<cutrace::RankProfile> profiles;
+    cutrace::Alignment a = cutrace::align_traces(set.files(), ao, &profiles);
+    strag = cutrace::find_stragglers(profiles, a);
+  }
   // Names are the profiled program's bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
   auto replace = nlohmann::json::error_handler_t::replace;
-  if (o.json) std::printf("%s\n", model.to_json().dump(2, ' ', false, replace).c_str());
-  else print_text(model, o.top);
+  if (o.json) {
+    nlohmann::ordered_json j = model.to_json();
+    j["stragglers"] = model.files().size() > 1 ? cutrace::straggler_json(strag) : nlohmann::ordered_json();
+    std::printf("%s\n", j.dump(2, ' ', false, replace).c_str());
+  } else {
+    print_text(model, o.top, strag);
+  }
   return set.errors().empty() && !read_errors ? 0 : 1;
 }
 

@@ -170,4 +170,24 @@ nlohmann::ordered_json straggler_json(const StragglerReport& s) {
   return j;
 }
 
+void print_stragglers(const StragglerReport& s, std::FILE* out) {
+  using tools::Align;
+  if (s.analysed) {
+    tools::Table t({{"Rank", Align::Right},
+                    {"Last to arrive", Align::Right},
+                    {"Others waited", Align::Right},
+                    {"Host / step", Align::Right},
+                    {"Compute / step", Align::Right},
+                    {s.per_step ? "Range above the others (a step)" : "Range above the others (a call)", Align::Left}});
+    for (const RankLoad& r : s.ranks) {
+      t.row({std::to_string(r.rank), ::fmt::format("{} of {}", r.last, r.collectives), human_ns(r.waited_for_ns),
+             r.host_per_step_ns >= 0 ? human_ns(r.host_per_step_ns) : "n/a",
+             r.compute_per_step_ns >= 0 ? human_ns(r.compute_per_step_ns) : "n/a",
+             r.range.empty() ? "-" : ::fmt::format("{} {} (others {})", r.range, human_ns(r.range_ns), human_ns(r.range_others_ns))});
+    }
+    t.print(out);
+  }
+  std::fprintf(out, "  %s\n", s.verdict.c_str());
+}
+
 }  // namespace cutrace

@@ -14,6 +14,7 @@
 // otherwise there is no straggler (ranks are even, or take turns).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,7 @@ struct StragglerReport {
 
 StragglerReport find_stragglers(const std::vector<RankProfile>& profiles, const Alignment& a);
 nlohmann::ordered_json straggler_json(const StragglerReport& s);
+// The per-rank table and the verdict, as `cutrace summary` prints them.
+void print_stragglers(const StragglerReport& s, std::FILE* out);
 
 }  // namespace cutrace

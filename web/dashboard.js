@@ -381,29 +381,51 @@
       ], rows, {id: 'windows'}))];
   }
 
+  // The straggler comes from the collectives (summary.stragglers): a collective ends together on
+  // every rank, so step times are equal and cannot name it; without collectives, the summary's
+  // slowest rank by its criterion.
   function rankComparison() {
     if (S.ranks.length < 2) return [];
-    const rows = S.ranks.map((r) => ({rank: r.rank, host: r.host, steps: r.steps.count, step_mean: r.steps.cpu_mean_ns,
-                                      step_median: r.steps.cpu_median_ns, kernels: r.kernels, compute: r.kernel_ns - r.comm_kernel_ns,
-                                      comm: r.comm_kernel_ns, busy: r.gpu_busy_ns,
-                                      idle: r.gpu_elapsed_ns ? 1 - r.gpu_busy_ns / r.gpu_elapsed_ns : 0}));
+    const st = S.stragglers && S.stragglers.analysed ? S.stragglers : null;
+    const byFile = new Map(((st && st.ranks) || []).map((r) => [r.file, r]));
+    const rows = S.ranks.map((r) => {
+      const x = byFile.get(r.file) || {};
+      return {rank: r.rank, host: r.host, steps: r.steps.count, step_mean: r.steps.cpu_mean_ns,
+              step_median: r.steps.cpu_median_ns, kernels: r.kernels, compute: r.kernel_ns - r.comm_kernel_ns,
+              comm: r.comm_kernel_ns, busy: r.gpu_busy_ns,
+              idle: r.gpu_elapsed_ns ? 1 - r.gpu_busy_ns / r.gpu_elapsed_ns : 0,
+              last: st ? `${CT.fmtCount(x.last_arrivals || 0)} of ${CT.fmtCount(x.collectives || 0)}` : null,
+              waited: st ? x.waited_for_ns : null, host_step: st ? x.host_per_step_ns : null,
+              range: x.range ? `${x.range.name} ${CT.fmtNs(x.range.ns)} (others ${CT.fmtNs(x.range.others_ns)})` : ''};
+    });
     const slow = S.rank_comparison;
+    const note = st ? (st.straggler_rank !== null ? `straggler: rank ${st.straggler_rank}` : 'no straggler')
+                    : (slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : '');
+    const verdict = S.stragglers ? el('p', {class: 'verdict', 'data-straggler': st && st.straggler_rank !== null ? String(st.straggler_rank) : ''},
+                                      S.stragglers.verdict) : null;
     const labels = rows.map((r) => 'rank ' + r.rank);
-    return [card('Per-rank comparison', {full: true, id: 'ranks', note: slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : ''},
+    const cols = [
+      {key: 'rank', title: 'Rank', num: true}, {key: 'host', title: 'Host'},
+      {key: 'steps', title: 'Steps', num: true, fmt: CT.fmtCount},
+      {key: 'step_mean', title: 'Step mean', num: true, fmt: CT.fmtNs},
+      {key: 'step_median', title: 'Step median', num: true, fmt: CT.fmtNs},
+      {key: 'kernels', title: 'Launches', num: true, fmt: CT.fmtCount},
+      {key: 'compute', title: 'Compute', num: true, fmt: CT.fmtNs},
+      {key: 'comm', title: 'Communication', num: true, fmt: CT.fmtNs},
+      {key: 'busy', title: 'GPU busy', num: true, fmt: CT.fmtNs},
+      {key: 'idle', title: 'Idle %', num: true, fmt: CT.fmtPct},
+    ];
+    if (st) {
+      cols.push({key: 'last', title: 'Last to arrive'}, {key: 'waited', title: 'Others waited', num: true, fmt: CT.fmtNs},
+                {key: 'host_step', title: 'Host / step', num: true, fmt: (v) => (v === null || v === undefined ? 'n/a' : CT.fmtNs(v))},
+                {key: 'range', title: 'Range above the others'});
+    }
+    return [card('Per-rank comparison', {full: true, id: 'ranks', note},
+      verdict,
       chartBox(barChart(labels, [{label: 'compute kernels', data: rows.map((r) => r.compute), backgroundColor: '#4e79a7'},
                                  {label: 'communication kernels', data: rows.map((r) => r.comm), backgroundColor: '#f28e2b'}],
                         {stacked: true, ticks: nsTick, tooltip: nsTooltip}), 220),
-      CT.table([
-        {key: 'rank', title: 'Rank', num: true}, {key: 'host', title: 'Host'},
-        {key: 'steps', title: 'Steps', num: true, fmt: CT.fmtCount},
-        {key: 'step_mean', title: 'Step mean', num: true, fmt: CT.fmtNs},
-        {key: 'step_median', title: 'Step median', num: true, fmt: CT.fmtNs},
-        {key: 'kernels', title: 'Launches', num: true, fmt: CT.fmtCount},
-        {key: 'compute', title: 'Compute', num: true, fmt: CT.fmtNs},
-        {key: 'comm', title: 'Communication', num: true, fmt: CT.fmtNs},
-        {key: 'busy', title: 'GPU busy', num: true, fmt: CT.fmtNs},
-        {key: 'idle', title: 'Idle %', num: true, fmt: CT.fmtPct},
-      ], rows, {id: 'ranks'}))];
+      CT.table(cols, rows, {id: 'ranks'}))];
   }
 
   CT.renderDashboard = function (root, dashboard) {
@@ -425,6 +447,7 @@
         'Counts and totals on this page are lower bounds; the timeline marks the intervals in red.'));
     }
     for (const e of D.errors || []) root.appendChild(el('p', {class: 'warning'}, e));
+    for (const w of D.clock_warnings || []) root.appendChild(el('p', {class: 'warning', 'data-clock': ''}, 'clock alignment: ' + w));
     for (const n of S.notes || []) root.appendChild(el('p', {class: 'warning'}, n));
     const grid = el('div', {class: 'grid'});
     const add = (cards) => cards.forEach((c) => grid.appendChild(c));

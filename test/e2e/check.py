@@ -2181,6 +2181,9 @@ TESTS.extend(serve_checks.TESTS)
 # The lossless-capture tests live in capture_checks.py.
 import capture_checks  # noqa: E402
 TESTS.extend(capture_checks.TESTS)
+# Multi-rank jobs (alignment, merged files, stragglers): job_checks.py.
+import job_checks  # noqa: E402
+TESTS.extend(job_checks.TESTS)
 
 
 def run_test(t, s):
