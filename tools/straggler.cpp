@@ -35,9 +35,9 @@ std::string verdict(const StragglerReport& s) {
   }
   const size_t me = size_t(s.straggler);
   const RankLoad& r = s.ranks[me];
-  std::string v = ::fmt::format("{} is the straggler: the other ranks waited {} for it, at {} of {} collectives ({} each)",
-                                who(r), human_ns(r.waited_for_ns), r.last, s.instances,
-                                human_ns(r.last ? r.waited_for_ns / int64_t(r.last) : 0));
+  std::string v = ::fmt::format(
+      "{} is the straggler: the other ranks waited {} for it, at {} of {} collectives ({} a rank each time)", who(r),
+      human_ns(r.waited_for_ns), r.last, s.instances, human_ns(r.waits ? r.waited_for_ns / int64_t(r.waits) : 0));
   int64_t host = others_median(s.ranks, me, &RankLoad::host_per_step_ns);
   int64_t compute = others_median(s.ranks, me, &RankLoad::compute_per_step_ns);
   if (r.host_per_step_ns >= 0 && host >= 0)
@@ -93,6 +93,7 @@ StragglerReport find_stragglers(const std::vector<RankProfile>& ps, const Alignm
         if (inst[i] < 0 || i == last) continue;
         int64_t w = sat_sub(ps[i].collectives[size_t(inst[i])].duration(), shortest);
         s.ranks[last].waited_for_ns = sat_add(s.ranks[last].waited_for_ns, w);
+        ++s.ranks[last].waits;
         s.waited_ns = sat_add(s.waited_ns, w);
       }
     }

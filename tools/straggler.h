@@ -31,6 +31,7 @@ struct RankLoad {
   uint64_t collectives = 0;      // instances (on two ranks or more) it took part in
   uint64_t last = 0;             // of them, those it arrived at last
   int64_t waited_for_ns = 0;     // the others' waiting at those, summed over the others
+  uint64_t waits = 0;            // (collective, other rank) pairs that waiting is summed over
   uint64_t steps = 0;
   int64_t compute_per_step_ns = -1;  // -1: no steps
   int64_t host_per_step_ns = -1;

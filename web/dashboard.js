@@ -400,7 +400,8 @@
     });
     const slow = S.rank_comparison;
     const note = st ? (st.straggler_rank !== null ? `straggler: rank ${st.straggler_rank}` : 'no straggler')
-                    : (slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : '');
+                    : (slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : '') +
+                      (S.stragglers ? `; ${S.stragglers.verdict}` : '');
     const verdict = S.stragglers ? el('p', {class: 'verdict', 'data-straggler': st && st.straggler_rank !== null ? String(st.straggler_rank) : ''},
                                       S.stragglers.verdict) : null;
     const labels = rows.map((r) => 'rank ' + r.rank);
