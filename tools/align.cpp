@@ -19,7 +19,7 @@ using i128 = __int128;
 constexpr size_t kMinPairs = 3;      // fewer matched collectives cannot show that they agree
 constexpr double kAgreeShare = 0.8;  // of the matched that must end together
 constexpr size_t kSampled = 256;     // collectives a correction is scored on
-constexpr size_t kMaxCandidates = 200000;
+constexpr size_t kMaxCandidates = 20000;  // corrections scored (each sample proposes the true one)
 
 // Times come from the files: a damaged one may hold any value. Differences are taken in 128
 // bits and clamped, so that garbage gives garbage, never undefined behaviour.

@@ -108,14 +108,17 @@
 
   function overview() {
     const k = S.kernel_totals, g = S.gpu_total, st = S.steps;
-    const hostUtil = S.ranks.length ? S.ranks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / S.ranks.length : 0;
+    // Over the ranks that sampled the CPU: none sampled is "n/a", not 0%.
+    const sampled = S.ranks.filter((r) => r.cpu.samples > 0);
+    const hostUtil = sampled.length ? sampled.reduce((a, r) => a + r.cpu.host_util_mean, 0) / sampled.length : null;
     return el('div', {class: 'stats'},
       stat('Elapsed (trace)', CT.fmtNs(D.extent_ns), 'extent'),
       stat('GPU busy', CT.fmtPct(g.utilization), 'gpu_utilization', `${CT.fmtNs(g.busy_ns)} of ${CT.fmtNs(g.elapsed_ns)}`),
       stat('Kernel GPU time', CT.fmtNs(k.total_ns), 'kernel_total_ns', `${CT.fmtCount(k.names)} names`),
       stat('Kernel launches', CT.fmtCount(k.count), 'kernel_count', k.untimed ? `${CT.fmtCount(k.untimed)} untimed` : null),
       stat('Steps', CT.fmtCount(st.count), 'step_count', st.count ? `median ${CT.fmtNs(st.cpu.median_ns)}` : 'no step ranges'),
-      stat('Host CPU (mean)', hostUtil.toFixed(1) + '%', 'cpu_host_util'),
+      stat('Host CPU (mean)', hostUtil === null ? 'n/a' : hostUtil.toFixed(1) + '%', 'cpu_host_util',
+           hostUtil === null ? 'no CPU samples' : null),
       stat('Ranks', CT.fmtCount(S.ranks.length), 'ranks', rankTrouble()),
       stat('Events', CT.fmtCount(D.events), 'events'));
   }
@@ -146,8 +149,9 @@
       out.push(card('GPU utilisation over time, per node (mean of its GPUs)', {wide: true, note: src},
                     chartBox(lineChart(nodeSets, pctFmt, {max: 100}))));
     }
-    const hostUtil = S.ranks.length ? S.ranks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / S.ranks.length : 0;
-    if (S.ranks.some((r) => r.cpu.samples > 0)) {
+    const cpuRanks = S.ranks.filter((r) => r.cpu.samples > 0);
+    const hostUtil = cpuRanks.length ? cpuRanks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / cpuRanks.length : 0;
+    if (cpuRanks.length) {
       out.push(pieCard('CPU active time (host, mean of samples)', 'cpu_active', ['active', 'idle'], [hostUtil, 100 - hostUtil],
                        (v) => v.toFixed(1) + '%'));
       const cpu = counters('cpu_host').concat(counters('cpu_process'));

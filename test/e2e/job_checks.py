@@ -201,3 +201,35 @@ def ddp_ranks_without_nccl_aligned_on_wall_clocks_with_a_warning(s, c):
     c.equal("warnings", j["warnings"], ["no NCCL collectives in any trace: ranks aligned on their wall clocks only"])
     st = s.summary(c, d2)["stragglers"]
     c.equal("stragglers", (st["analysed"], st["verdict"]), (False, "no straggler analysis: no NCCL collectives"))
+
+
+@test
+def options_that_cannot_apply_are_errors(s, c):
+    """`record --capture-steps` without an NVTX capture range, `export -f chrome -o t.json` of a job
+    of several ranks: exit status 2 and what to do instead, nothing recorded or written. `summary
+    --from 5ms` counts from each file's capture start."""
+    d = s.tmpdir("opts")
+    p = s.run([s.cutrace, "record", "-o", d, "--capture-steps", "1-3", "--", s.prog("nvtx_app")])
+    c.equal("record --capture-steps without nvtx", (p.returncode, p.stderr.strip()),
+            (2, "cutrace record: --capture-steps A-B counts NVTX ranges: it needs --capture-range nvtx:PATTERN"))
+    c.equal("record: traces written", os.listdir(d), [])
+    for r in range(2):
+        s.record(c, d, [s.prog("nvtx_app")], extra_env={"RANK": str(r), "WORLD_SIZE": "2", "LOCAL_RANK": str(r)})
+    out = os.path.join(s.tmpdir("opts-export"), "t.json")
+    p = s.run([s.cutrace, "export", d, "-f", "chrome", "-o", out])
+    c.equal("export -o t.json of two ranks: exit status", p.returncode, 2)
+    c.expect("-o " + out + " names one file, but " in p.stderr and "holds 2 traces" in p.stderr
+             and "(-o " + out[:-5] + ")" in p.stderr, f"export's message: {tail(p.stderr)}")
+    c.expect(not os.path.exists(out), "export -o t.json left something at t.json")
+    j = s.summary(c, d)
+    late = s.run([s.cutrace, "summary", "--json", d, "--from", "10s"])
+    c.equal("summary --from 10s: exit status", late.returncode, 0)
+    lj = json.loads(late.stdout)
+    c.equal("summary --from 10s (after the runs): kernels", lj["kernel_totals"]["count"], 0)
+    c.equal("summary --from 10s: filters", (lj["filters"]["from_ns"], lj["filters"]["times"]),
+            (10_000_000_000, "from each file's start"))
+    whole = s.run([s.cutrace, "summary", "--json", d, "--from", "0s"])
+    c.equal("summary --from 0s: every kernel", json.loads(whole.stdout)["kernel_totals"]["count"],
+            j["kernel_totals"]["count"])
+    bad = s.run([s.cutrace, "summary", d, "--from", "5 parsecs"])
+    c.equal("summary --from '5 parsecs': exit status", bad.returncode, 2)
