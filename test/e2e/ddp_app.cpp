@@ -4,7 +4,8 @@
 // ended, and collective k ends at DDP_EPOCH_NS + (k + 1) * PERIOD (CLOCK_REALTIME, the same for
 // all ranks; CUTRACE_TEST_REALTIME_SHIFT_NS, the clock_shift interposer's skew of this process's
 // wall clock, is taken out); step k > 0 begins 300 us after collective k-1's end. It prints the
-// steps that began more than 30 us late and whose collective was reached after its end. In step k ("step_<k>"): Forward launches k_forward (300 us on the
+// steps that began more than 30 us late and whose collective it launched late (its end then is), and per
+// step when it arrived at the collective (us after the step's scheduled start). In step k ("step_<k>"): Forward launches k_forward (300 us on the
 // GPU); Backward spins BACKWARD_US on the CPU; then the all-reduce is launched (without NCCL:
 // the rank sleeps until the collective's end instead), a kernel
 // "ncclDevKernel_AllReduce_Sum_f32_RING_LL" that ends at the collective's end (a module per
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     nanosleep(&ts, nullptr);
   }
   std::string late_collectives, late_starts;  // steps off the schedule (a loaded machine)
+  std::string arrivals;  // per step: the all-reduce's launch, us after the step's scheduled start
   for (int k = 0; k < steps; ++k) {
     const int64_t end = mono_of(epoch + int64_t(k + 1) * period_ns);
     // Step k starts 300 us after collective k-1 ended, on every rank alike (a spin: a wake-up
@@ -75,12 +77,18 @@ int main(int argc, char** argv) {
     for (int64_t t0 = clock_ns(CLOCK_MONOTONIC); clock_ns(CLOCK_MONOTONIC) - t0 < backward_ns;) {
     }
     nvtxRangePop();
+    arrivals += (k ? "," : "") + std::to_string((clock_ns(CLOCK_MONOTONIC) - begin) / 1000);
     if (nccl) {
-      int64_t left = end - clock_ns(CLOCK_MONOTONIC) - 2000;  // the fake's launch latency
-      if (left < 1000) left = 1000, late_collectives += (late_collectives.empty() ? "" : ",") + std::to_string(k);
+      const int64_t t0 = clock_ns(CLOCK_MONOTONIC);
+      int64_t left = end - t0 - 2000;  // the fake's launch latency
+      bool off = left < 1000;
+      if (off) left = 1000;
       CUmodule m = load_fake_module("kernel ncclDevKernel_AllReduce_Sum_f32_RING_LL " + std::to_string(left) + "\n");
       CUfunction ar = get_function(m, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
       CHECK(cuLaunchKernel(ar, 2, 1, 1, 256, 1, 1, 0, comm, nullptr, nullptr));
+      // Descheduled between reading the clock and the launch: the kernel ends that much late.
+      off = off || clock_ns(CLOCK_MONOTONIC) - t0 > 60000;
+      if (off) late_collectives += (late_collectives.empty() ? "" : ",") + std::to_string(k);
       CHECK(cuStreamSynchronize(comm));
     } else {
       CHECK(cuStreamSynchronize(compute));
@@ -91,5 +99,6 @@ int main(int argc, char** argv) {
     nvtxRangePop();
   }
   printf("ddp_app: OK, late collectives [%s], late starts [%s]\n", late_collectives.c_str(), late_starts.c_str());
+  printf("ddp_app: arrivals [%s]\n", arrivals.c_str());
   return 0;
 }

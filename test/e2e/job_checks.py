@@ -54,17 +54,24 @@ def record_ddp(s, c, d, ranks):
             argv = ["unshare", "--uts", "--time", "--monotonic", "3", "--fork", *argv]
         procs.append(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, errors="replace"))
-    late = set()  # steps a rank began late or whose collective it reached late (a loaded machine)
+    late, late_start = set(), set()  # steps whose collective a rank reached late, steps it began late
+    arrivals = []  # per rank, per step: us after the step's scheduled start it reached the collective
     for i, p in enumerate(procs):
         out, err = p.communicate(timeout=60)
         c.require(p.returncode == 0, f"rank {i}: `cutrace record -- ddp_app` exited {p.returncode}: {tail(err)}")
         m = re.search(r"ddp_app: OK, late collectives \[([\d,]*)\], late starts \[([\d,]*)\]", out)
         c.require(m, f"rank {i}: ddp_app printed {tail(out)!r}")
-        steps = {int(x) for g in m.groups() for x in g.split(",") if x}
-        if steps:
-            c.notes.append(f"rank {i}: steps {sorted(steps)} off the schedule (machine under load)")
-        late |= steps
-    return ns, late
+        coll, start = ({int(x) for x in g.split(",") if x} for g in m.groups())
+        if coll:
+            c.notes.append(f"rank {i}: collectives of steps {sorted(coll)} launched late, ending late (machine under load)")
+        if start:
+            c.notes.append(f"rank {i}: steps {sorted(start)} began more than 30 us late (machine under load)")
+        late |= coll
+        late_start |= start
+        a = re.search(r"ddp_app: arrivals \[([\d,]*)\]", out)
+        c.require(a, f"rank {i}: ddp_app printed no arrivals: {tail(out)!r}")
+        arrivals.append([int(x) for x in a.group(1).split(",") if x])
+    return ns, late, late_start, arrivals
 
 
 def merge_json(s, c, where, *args):
@@ -104,26 +111,43 @@ def ddp_two_hosts_aligned_merged_and_straggler_named(s, c):
     with --clock-tolerance 3s it does, and after the merge every rank's step_30 begins and its
     collective ends within 100 us of the other's. The merged file reads in summary, export, report
     and serve as the directory does, and names rank 1 the straggler with the time rank 0 waited."""
-    d = s.tmpdir("ddp")
     skew = 2_500_000_000
-    ns, late = record_ddp(s, c, d, [
-        {"host": "node-a", "backward_us": FAST_US},
-        {"host": "node-b", "backward_us": SLOW_US, "skew_ns": skew,
-         "opts": ["--capture-range", "nvtx:step_*", "--capture-steps", "26-59"]}])
+    # The fake job keeps its schedule only when the ranks get the CPU when they need it: a run in
+    # which more than 5 of the 34 collectives were launched late (60 us or more) is recorded again (3 tries).
+    tries = []
+    for _ in range(3):
+        d = s.tmpdir("ddp")
+        ns, late, late_start, arrivals = record_ddp(s, c, d, [
+            {"host": "node-a", "backward_us": FAST_US},
+            {"host": "node-b", "backward_us": SLOW_US, "skew_ns": skew,
+             "opts": ["--capture-range", "nvtx:step_*", "--capture-steps", "26-59"]}])
+        tries.append(len(late & set(range(26, 60))))
+        if tries[-1] <= 5:
+            break
+    c.require(tries[-1] <= 5, f"the machine is too loaded to keep the fake job's schedule: {tries} of 34 collectives "
+                              "launched late in 3 runs")
+    if len(tries) > 1:
+        c.notes.append(f"recorded {len(tries)} times ({tries} collectives launched late)")
     if not ns:
         c.notes.append("no UTS/time namespaces here (not root): rank 1 shares rank 0's monotonic clock")
 
+    # A collective a rank reached after its end (a loaded machine) ends late there: it does not
+    # match, and rightly so. Every other one of the 34 must.
+    lates = len(late & set(range(26, 60)))
+    def at_least(what, got, want):
+        c.expect(want - lates <= got <= want, f"{what} = {got}, expected {want}" + (f" ({lates} steps off the schedule)" if lates else ""))
     j = merge_json(s, c, d)
     r0, r1 = j["ranks"]
     c.equal("rank 0 collectives", r0["collectives"], 60)
     c.equal("rank 1 collectives", r1["collectives"], 34)
-    c.equal("rank 1 matched", (r1["matched"], r1["matched_by"]), (34, "steps"))
-    c.equal("collectives matched on every rank", j["matched_collectives"], 34)
+    at_least("rank 1 matched", r1["matched"], 34)
+    c.equal("rank 1 matched by", r1["matched_by"], "steps")
+    at_least("collectives matched on every rank", j["matched_collectives"], 34)
     c.equal("default: rank 1 stays on its wall clock", r1["status"], "wall clock")
     c.expect(len(j["warnings"]) == 1 and "more than the +-50.0 ms the clocks allow" in j["warnings"][0],
              f"default merge warnings: {j['warnings']}")
     text = s.run([s.cutrace, "merge", d]).stdout
-    c.expect("Warning: rank 1 (node-b): its 34 collectives matched by step names put its clock -2." in text
+    c.expect(f"Warning: rank 1 (node-b): its {r1['matched']} collectives matched by step names put its clock -2." in text
              and "aligned on wall clocks only, uncertainty +-50.0 ms" in text, f"merge text: {tail(text, 900)}")
 
     merged = os.path.join(s.tmpdir("ddp-merged"), "job.cutrace")
@@ -140,27 +164,38 @@ def ddp_two_hosts_aligned_merged_and_straggler_named(s, c):
     c.require(None not in (b0, b1, e0, e1), f"step_30 or its collective missing: {(b0, e0, b1, e1)}")
     # Both ranks began step 30 and reached its collective on schedule, unless the machine was
     # too loaded to keep it (the ranks then really ran it apart: a note, not a failure).
-    on_time = 30 not in late and 29 not in late
-    for what, x0, x1 in (("step_30's collective ends", e0, e1), ("step_30 begins", b0, b1)):
+    for what, x0, x1, on_time in (("step_30's collective ends", e0, e1, 30 not in late),
+                                  ("step_30 begins", b0, b1, not {29, 30} & (late | late_start))):
         msg = f"{what} {x0} us (rank 0) and {x1} us (rank 1): more than 100 us apart"
         if on_time:
             c.timing(abs(x0 - x1) <= 100, msg)
         elif abs(x0 - x1) > 100:
-            c.notes.append(msg + " (steps 29-30 ran off the schedule)")
+            c.notes.append(msg + " (off the schedule: the machine is loaded)")
 
     # The merged file reads as the directory did: the same summary, the straggler named.
     dj, mj = s.summary(c, d), s.summary(c, merged)
     strip = lambda doc, where: json.loads(json.dumps(doc).replace(where, "X"))  # noqa: E731
     c.expect(strip(dj, d) == strip(mj, merged), "summary --json of the merged file differs from the directory's")
     st = mj["stragglers"]
-    c.equal("straggler", (st["analysed"], st["straggler_rank"], st["instances"]), (True, 1, 34))
+    c.equal("straggler", (st["analysed"], st["straggler_rank"]), (True, 1))
+    at_least("collectives analysed for the straggler", st["instances"], 34)
     w = st["ranks"][1]["waited_for_ns"]
-    want = 34 * (SLOW_US - FAST_US) * 1000
-    lates = len(late & set(range(26, 60)))
-    c.expect(st["ranks"][1]["last_arrivals"] >= 34 - lates,
-             f"rank 1 last to arrive at {st['ranks'][1]['last_arrivals']} of 34 collectives ({lates} off the schedule)")
-    c.timing(abs(w - want) < 0.15 * want + lates * 1e6 * SLOW_US / 1000,
-             f"rank 0 waited {w} ns for rank 1, expected about {want} ns")
+    # Who arrived last, and how much earlier the other did, as the ranks measured it themselves
+    # (a rank preempted before its collective arrives late: the analysis must see that too).
+    window = [k for k in range(26, 60) if k not in late]
+    gap = {k: arrivals[1][k] - arrivals[0][k] for k in window}  # us by which rank 1 arrived after rank 0
+    sure = [k for k in window if gap[k] > 100]
+    unsure = [k for k in window if -100 <= gap[k] <= 100]
+    got = st["ranks"][1]["last_arrivals"]
+    c.expect(len(sure) <= got <= len(sure) + len(unsure) + lates,
+             f"rank 1 last to arrive at {got} collectives; its arrivals say {len(sure)} (+ {len(unsure)} too close to "
+             f"call, + {lates} launched late)")
+    want = sum(gap[k] for k in sure) * 1000
+    c.timing(abs(w - want) <= 0.05 * want + 100_000 * (len(window) + len(unsure)) + 2_000_000 * lates,
+             f"rank 0 waited {w} ns for rank 1; the ranks' own arrivals say about {want} ns")
+    if not late and len(sure) == 34:
+        c.timing(abs(w - 34 * (SLOW_US - FAST_US) * 1000) < 0.15 * 34 * (SLOW_US - FAST_US) * 1000,
+                 f"rank 0 waited {w} ns for rank 1 on schedule, expected about {34 * (SLOW_US - FAST_US) * 1000} ns")
     c.expect((st["ranks"][1]["range"] or {}).get("name") == "Backward", f"range above the others: {st['ranks'][1]['range']}")
     c.expect(st["verdict"].startswith("rank 1 (node-b) is the straggler: the other ranks waited "), st["verdict"])
     text = s.run([s.cutrace, "summary", merged]).stdout

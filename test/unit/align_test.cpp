@@ -16,10 +16,6 @@ using cutrace_test::TempDir;
 
 namespace {
 
-bool any_contains(const std::vector<std::string>& v, const std::string& what) {
-  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
-}
-
 // Where step_<k>'s range begins on rank i's aligned clock.
 int64_t aligned_step_begin(const SimJob& j, const Alignment& a, size_t i, int k) {
   return j.step_begin(k) - j.ranks[i].mono_base + a.ranks[i].offset_ns;
