@@ -20,7 +20,7 @@ LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
 # The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
 ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
-FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp collector/safe_file.cpp
+FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp collector/safe_file.cpp collector/job_file.cpp
 SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
               $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
 TOOLS_SRC  := $(wildcard tools/*.cpp)
@@ -48,6 +48,7 @@ FAKE_CUPTI_SO := $(BUILD)/test/fake_cupti/libcupti.so
 UNIT_BIN := $(BUILD)/test/unit_tests
 DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
 NVTX_ORACLE_SO := $(BUILD)/test/libnvtx_oracle.so
+CLOCK_SHIFT_SO := $(BUILD)/test/libclock_shift.so
 E2E_BINS := $(patsubst test/e2e/%.cpp,$(BUILD)/test/e2e/%,$(E2E_SRC))
 REPORT_GEN := $(BUILD)/test/report_trace_gen
 CRAFT_TRACE := $(BUILD)/test/craft_trace
@@ -147,6 +148,11 @@ $(NVTX_ORACLE_SO): $(BUILD)/obj/test/nvtx_oracle/oracle.o
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $< -lpthread
 
+# Test interposer: a host whose wall clock is off (test/fault_io/clock_shift.cpp).
+$(CLOCK_SHIFT_SO): $(BUILD)/obj/test/fault_io/clock_shift.o
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -shared -o $@ $< -ldl
+
 # The launch loop that bench/gpu/launch_ab.py runs on a GPU machine: linked against the fake
 # driver, whose soname is the real driver's (libcuda.so.1), so the same binary runs there. Built by
 # `make test` so that it keeps compiling.
@@ -155,7 +161,7 @@ $(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
 
-test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
+test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) $(CLOCK_SHIFT_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
@@ -172,7 +178,8 @@ sanitize:  # one after the other: both at once would double the load on the timi
 sanitize-tsan sanitize-asan: sanitize-%:
 	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) \
 	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%) \
-	  $(NVTX_ORACLE_SO:$(BUILD)/%=build-$*/%) $(CRAFT_TRACE:$(BUILD)/%=build-$*/%)
+	  $(NVTX_ORACLE_SO:$(BUILD)/%=build-$*/%) $(CRAFT_TRACE:$(BUILD)/%=build-$*/%) \
+	  $(CLOCK_SHIFT_SO:$(BUILD)/%=build-$*/%)
 	bash test/sanitize/run.sh $* build-$*
 
 # ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------

@@ -1,6 +1,8 @@
 #include "collector/reader.h"
 #include "collector/safe_file.h"
 
+#include "collector/job_file.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +63,22 @@ bool ByteSource::open_file(const std::string& path, std::string* err) {
     return false;
   }
   size_ = uint64_t(st.st_size);
+  base_ = 0;
+  ranged_ = false;
+  return true;
+}
+
+bool ByteSource::open_file_range(const std::string& path, uint64_t base, uint64_t size, std::string* err) {
+  if (!open_file(path, err)) return false;
+  if (base > size_ || size > size_ - base) {
+    if (err) *err = "cannot open " + path + ": range past its end";
+    close();
+    return false;
+  }
+  base_ = base;
+  size_ = size;
+  ranged_ = true;
+  seek(0);
   return true;
 }
 
@@ -93,8 +111,10 @@ size_t ByteSource::ensure(size_t n) {
   }
   cur_ = buf_.data();
   end_ = cur_ + avail;
-  while (avail < n && error_.empty()) {
-    ssize_t got = pread(fd_, buf_.data() + avail, buf_.size() - avail, off_t(pos_ + avail));
+  while (avail < n && error_.empty() && (!ranged_ || pos_ + avail < size_)) {
+    // A member of a merged job file ends at size_; a plain file is read to its current end.
+    size_t want = ranged_ ? size_t(std::min<uint64_t>(buf_.size() - avail, size_ - pos_ - avail)) : buf_.size() - avail;
+    ssize_t got = pread(fd_, buf_.data() + avail, want, off_t(base_ + pos_ + avail));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) error_ = "read error: " + std::string(strerror(errno));
     if (got <= 0) break;
@@ -123,6 +143,21 @@ void ByteSource::seek(uint64_t pos) {
 
 bool TraceReader::open(const std::string& path, std::string* err) {
   reset(path);
+  std::string file, member;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 && errno == ENOTDIR && job::split_member_path(path, &file, &member)) {
+    job::Index idx;
+    if (!job::read_index(file, &idx, err)) return false;
+    for (const job::Member& m : idx.members) {
+      if (m.name == member) return src_.open_file_range(file, m.data_offset, m.data_size, err) && open_source(err);
+    }
+    if (err) *err = path + ": no member " + member + " in the merged job file " + file;
+    return false;
+  }
+  if (S_ISREG(st.st_mode) && job::is_job_file(path)) {
+    if (err) *err = path + ": a merged job file (cutrace merge -o): its traces are " + path + "/<member>";
+    return false;
+  }
   return src_.open_file(path, err) && open_source(err);
 }
 
@@ -515,9 +550,29 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
+namespace {
+
+// A merged job file's members as FILE/<member>; the file itself when its index does not read
+// (opening it then says why).
+void add_members(const std::string& file, std::vector<std::string>* out) {
+  job::Index idx;
+  if (!job::read_index(file, &idx, nullptr) || idx.members.empty()) {
+    out->push_back(file);
+    return;
+  }
+  for (const job::Member& m : idx.members) out->push_back(file + "/" + m.name);
+}
+
+}  // namespace
+
 std::vector<std::string> list_trace_files(const std::string& dir_or_file) {
   struct stat st {};
-  if (stat(dir_or_file.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {dir_or_file};
+  if (stat(dir_or_file.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::vector<std::string> one;
+    if (S_ISREG(st.st_mode) && job::is_job_file(dir_or_file)) add_members(dir_or_file, &one);
+    else one.push_back(dir_or_file);
+    return one;
+  }
   std::vector<std::string> files;
   DIR* d = opendir(dir_or_file.c_str());
   if (!d) return files;
@@ -531,7 +586,12 @@ std::vector<std::string> list_trace_files(const std::string& dir_or_file) {
   }
   closedir(d);
   std::sort(files.begin(), files.end(), natural_less);
-  return files;
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    if (job::is_job_file(f)) add_members(f, &out);
+    else out.push_back(f);
+  }
+  return out;
 }
 
 TraceSet::TraceSet(const std::string& dir_or_file)

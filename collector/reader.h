@@ -82,6 +82,8 @@ class ByteSource {
   ByteSource& operator=(const ByteSource&) = delete;
   ~ByteSource();
   bool open_file(const std::string& path, std::string* err);
+  // Bytes [base, base + size) of a file: one member of a merged job file.
+  bool open_file_range(const std::string& path, uint64_t base, uint64_t size, std::string* err);
   void open_memory(std::string_view bytes);
   void close();
 
@@ -96,6 +98,8 @@ class ByteSource {
  private:
   int fd_ = -1;
   const char* mem_ = nullptr;  // memory mode
+  uint64_t base_ = 0;  // file offset of byte 0 (a member of a merged job file)
+  bool ranged_ = false;  // a member: reads stop at size_
   uint64_t size_ = 0;
   uint64_t pos_ = 0;  // file offset of cur_
   const char* cur_ = nullptr;
@@ -107,7 +111,8 @@ class ByteSource {
 class TraceReader {
  public:
   // Opens the file, checks the header and reads the metadata (strings, meta, api names,
-  // threads, devices, streams, clock syncs) written before the first operation record.
+  // threads, devices, streams, clock syncs) written before the first operation record. A path
+  // FILE/<member> opens that member of the merged job file FILE (collector/job_file.h).
   bool open(const std::string& path, std::string* err);
   // Same on bytes in memory; `name` stands in for the path in messages and path().
   bool open_memory(std::string_view bytes, const std::string& name, std::string* err);
@@ -236,7 +241,9 @@ const char* sync_kind_name(uint8_t kind);  // lowercase: context, stream, event,
 const char* kernel_kind_name(uint8_t kind);
 
 // A file: itself; a directory: every regular `*.cutrace` in it, in natural order (rank2 before
-// rank10). A path that does not exist is returned as is so that opening it reports the error.
+// rank10). A merged job file (collector/job_file.h), given or in the directory, stands for its
+// members, FILE/<member>, in its order. A path that does not exist is returned as is so that
+// opening it reports the error.
 std::vector<std::string> list_trace_files(const std::string& dir_or_file);
 
 // Every trace of a directory (or one file), opened one at a time so that memory stays bounded.

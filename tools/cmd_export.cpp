@@ -43,6 +43,13 @@ int run(const Options& o) {
     std::fprintf(stderr, "cutrace export: %s: no *.cutrace files\n", o.path.c_str());
     return 2;
   }
+  if (o.format == "chrome" && files.size() > 1 && o.out.size() > 5 && o.out.compare(o.out.size() - 5, 5, ".json") == 0) {
+    std::fprintf(stderr,
+                 "cutrace export: -o %s names one file, but %s holds %zu traces: the chrome format writes one Kineto "
+                 "JSON per rank, the layout Holistic Trace Analysis reads from a directory: name a directory (-o %s)\n",
+                 o.out.c_str(), o.path.c_str(), files.size(), o.out.substr(0, o.out.size() - 5).c_str());
+    return 2;
+  }
   auto t0 = std::chrono::steady_clock::now();
   cutrace::Alignment a = cutrace::align_traces(files);
   auto t1 = std::chrono::steady_clock::now();

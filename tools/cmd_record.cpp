@@ -194,6 +194,10 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: --capture-range must be process, cudaProfilerApi, nvtx[:PATTERN] or manual\n");
     return 2;
   }
+  if (!o.capture_steps.empty() && range != "nvtx") {
+    fprintf(stderr, "cutrace record: --capture-steps A-B counts NVTX ranges: it needs --capture-range nvtx:PATTERN\n");
+    return 2;
+  }
   setenv("CUTRACE_CAPTURE_RANGE", range.c_str(), 1);
   if (!pattern.empty()) setenv("CUTRACE_CAPTURE_NVTX", pattern.c_str(), 1);
   if (!o.capture_steps.empty()) setenv("CUTRACE_CAPTURE_STEPS", o.capture_steps.c_str(), 1);

@@ -6,11 +6,15 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <tuple>
+#include <cctype>
 
 #include <CLI/CLI.hpp>
 
 #include "tools/commands.h"
 #include "tools/format_util.h"
+#include "tools/name_groups.h"
+#include "tools/straggler.h"
 #include "tools/summary_model.h"
 
 namespace {
@@ -36,8 +40,7 @@ struct Options {
   size_t top = 20;
   int64_t rank = -1;
   int64_t window = -1;
-  int64_t from_ns = std::numeric_limits<int64_t>::min();
-  int64_t to_ns = std::numeric_limits<int64_t>::max();
+  std::string from, to;  // ns of the file's clock, or a duration from its start ("5s", "120ms")
   std::string step_pattern = cutrace::SummaryOptions{}.step_pattern;
   std::string step_sync;
 };
@@ -62,15 +65,17 @@ std::string status_line(const FileSummary& f) {
   return out + fmt::format(", dropped records {}", human_count(f.dropped));
 }
 
+std::string human_or_ns(int64_t ns, bool human) { return human ? human_ns(ns) : std::to_string(ns); }
+
 void print_files(const SummaryModel& m) {
   for (const FileSummary& f : m.files()) {
     std::printf("%s\n", printable(f.file).c_str());
     std::string rank = rank_label(f.rank);
     if (f.world_size > 0) rank += fmt::format(" of {}", f.world_size);
     if (f.local_rank >= 0) rank += fmt::format(" (local {})", f.local_rank);
-    std::printf("  host %s   rank %s   pid %lld   format %s\n",
+    std::printf("  host %s   rank %s   pid %lld   format %s   gpu timing %s\n",
                 f.host.empty() ? "-" : printable(f.host).c_str(), rank.c_str(),
-                static_cast<long long>(f.pid), f.version.c_str());
+                static_cast<long long>(f.pid), f.version.c_str(), f.gpu_timing.empty() ? "-" : printable(f.gpu_timing).c_str());
     std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : printable(cutrace::tools::ellipsize(f.cmdline, 200)).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
@@ -79,9 +84,10 @@ void print_files(const SummaryModel& m) {
   std::string filters;
   if (o.rank) filters += fmt::format(" rank {}", *o.rank);
   if (o.window) filters += fmt::format(" window {}", *o.window);
-  if (o.from_ns != std::numeric_limits<int64_t>::min()) filters += fmt::format(" from {}", o.from_ns);
-  if (o.to_ns != std::numeric_limits<int64_t>::max()) filters += fmt::format(" to {}", o.to_ns);
-  if (!filters.empty()) std::printf("Filters:%s (ns on each file's clock)\n", filters.c_str());
+  if (o.from_ns != std::numeric_limits<int64_t>::min()) filters += fmt::format(" from {}", human_or_ns(o.from_ns, o.relative));
+  if (o.to_ns != std::numeric_limits<int64_t>::max()) filters += fmt::format(" to {}", human_or_ns(o.to_ns, o.relative));
+  if (!filters.empty())
+    std::printf("Filters:%s (%s)\n", filters.c_str(), o.relative ? "from each file's capture start" : "ns on each file's clock");
   if (m.skipped_files()) std::printf("Files skipped by the filters: %s\n", human_count(m.skipped_files()).c_str());
   for (const std::string& n : m.notes()) std::printf("Note: %s\n", printable(n).c_str());
 }
@@ -462,13 +468,16 @@ std::string range_label(const cutrace::RangeSummary& g) {
 }
 
 void print_ranges(const SummaryModel& m, size_t top) {
-  std::vector<cutrace::RangeSummary> rs = m.ranges();
+  std::vector<cutrace::RangeSummary> names = m.ranges();
   cutrace::RangeStat all;
-  for (const auto& g : rs) all.merge(g.stat);
+  for (const auto& g : names) all.merge(g.stat);
   section(fmt::format("NVTX ranges and annotations: {} ranges, {} names", human_count(all.count),
-                      human_count(rs.size())));
+                      human_count(names.size())));
+  // Names that differ only in their numbers share a row (`step_* (25)`); the JSON keeps each.
+  std::vector<cutrace::RangeGroup> rs = cutrace::group_ranges(names);
   if (!rs.empty()) {
     std::printf("  (CPU: range open to close; GPU: first start to last end of the GPU work launched inside)\n");
+    if (rs.size() < names.size()) std::printf("  (names that differ only in their numbers share a row: pattern (names))\n");
     Table t({{"Name", Align::Left},
              {"Count", Align::Right},
              {"CPU total", Align::Right},
@@ -481,11 +490,12 @@ void print_ranges(const SummaryModel& m, size_t top) {
              {"GPU mean", Align::Right},
              {"GPU median", Align::Right},
              {"GPU ops", Align::Right}});
-    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i]), rs[i].stat, true));
+    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i].range), rs[i].range.stat, true));
     if (rs.size() > top) {
       cutrace::RangeStat rest;
-      for (size_t i = top; i < rs.size(); ++i) rest.merge(rs[i].stat);
-      t.row(range_row(fmt::format("(other {} names)", rs.size() - top), rest, false));
+      size_t rest_names = 0;
+      for (size_t i = top; i < rs.size(); ++i) rest.merge(rs[i].range.stat), rest_names += rs[i].names;
+      t.row(range_row(fmt::format("(other {} names)", rest_names), rest, false));
     }
     t.print(stdout);
   }
@@ -582,11 +592,21 @@ void print_windows(const SummaryModel& m, size_t top) {
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
 }
 
-void print_ranks(const SummaryModel& m) {
+// With collectives, the straggler they name is starred (step times are equal across ranks that
+// synchronise); without, the slowest rank by the summary model's criterion.
+void print_ranks(const SummaryModel& m, const cutrace::StragglerReport& strag) {
   if (m.files().size() < 2) return;
   std::string criterion;
   int slow = m.slowest_file(&criterion);
-  section(fmt::format("Per-rank comparison (* slowest by {})", criterion));
+  if (strag.analysed) {
+    slow = -1;
+    for (size_t i = 0; i < m.files().size() && strag.straggler >= 0; ++i)
+      if (m.files()[i].file == strag.ranks[size_t(strag.straggler)].file) slow = int(i);
+    section(slow >= 0 ? std::string("Per-rank comparison (* the straggler, from the collectives: see Stragglers)")
+                      : std::string("Per-rank comparison (no straggler, from the collectives: see Stragglers)"));
+  } else {
+    section(fmt::format("Per-rank comparison (* slowest by {})", criterion));
+  }
   Table t({{"Rank", Align::Right},
            {"Steps", Align::Right},
            {"Step mean", Align::Right},
@@ -626,7 +646,7 @@ void print_losses(const SummaryModel& m) {
   std::printf("\n");
 }
 
-void print_text(const SummaryModel& m, size_t top) {
+void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerReport& strag) {
   print_losses(m);
   print_files(m);
   print_kernels(m, top);
@@ -640,7 +660,11 @@ void print_text(const SummaryModel& m, size_t top) {
   print_ranges(m, top);
   print_steps(m);
   print_windows(m, top);
-  print_ranks(m);
+  print_ranks(m, strag);
+  if (m.files().size() > 1) {
+    section("Stragglers (the last rank to arrive at a collective makes the others wait; its NCCL kernel is the shortest)");
+    cutrace::print_stragglers(strag, stdout);
+  }
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
@@ -657,8 +681,23 @@ int run(const Options& o) {
   cutrace::SummaryOptions so;
   if (o.rank >= 0) so.rank = o.rank;
   if (o.window >= 0) so.window = uint32_t(o.window);
-  so.from_ns = o.from_ns;
-  so.to_ns = o.to_ns;
+  // A plain number is ns on each file's clock; with a unit (5s, 120ms) it counts from the
+  // file's capture start. One of each kind cannot be mixed.
+  auto with_unit = [](const std::string& t) { return !t.empty() && !std::isdigit(static_cast<unsigned char>(t.back())); };
+  for (const auto& [text, ns, name] : {std::tuple{&o.from, &so.from_ns, "--from"}, std::tuple{&o.to, &so.to_ns, "--to"}}) {
+    if (text->empty()) continue;
+    if (!cutrace::tools::parse_duration(*text, ns)) {
+      std::fprintf(stderr, "cutrace summary: %s %s: expected ns of the trace's clock or a time from its start (5s, 120ms)\n",
+                   name, text->c_str());
+      return 2;
+    }
+  }
+  so.relative = with_unit(o.from) || with_unit(o.to);
+  if (!o.from.empty() && !o.to.empty() && with_unit(o.from) != with_unit(o.to)) {
+    std::fprintf(stderr, "cutrace summary: --from %s and --to %s: both absolute ns or both times from the start\n",
+                 o.from.c_str(), o.to.c_str());
+    return 2;
+  }
   so.step_pattern = o.step_pattern;
   if (!o.step_sync.empty()) {
     static const std::pair<const char*, cutrace::fmt::SyncKind> kinds[] = {
@@ -678,10 +717,25 @@ int run(const Options& o) {
   });
   for (const std::string& e : set.errors()) std::fprintf(stderr, "cutrace: %s\n", printable(e).c_str());
   if (opened == 0) return 1;
+  // Stragglers: over the whole traces of a job (not with --rank, which keeps one).
+  cutrace::StragglerReport strag;
+  strag.why_not = "one rank";
+  if (set.files().size() > 1 && !so.rank) {
+    cutrace::AlignOptions ao;
+    ao.step_pattern = so.step_pattern;
+    std::vector<cutrace::RankProfile> profiles;
+    cutrace::Alignment a = cutrace::align_traces(set.files(), ao, &profiles);
+    strag = cutrace::find_stragglers(profiles, a);
+  }
   // Names are the profiled program's bytes: invalid UTF-8 becomes U+FFFD instead of an exception.
   auto replace = nlohmann::json::error_handler_t::replace;
-  if (o.json) std::printf("%s\n", model.to_json().dump(2, ' ', false, replace).c_str());
-  else print_text(model, o.top);
+  if (o.json) {
+    nlohmann::ordered_json j = model.to_json();
+    j["stragglers"] = model.files().size() > 1 ? cutrace::straggler_json(strag) : nlohmann::ordered_json();
+    std::printf("%s\n", j.dump(2, ' ', false, replace).c_str());
+  } else {
+    print_text(model, o.top, strag);
+  }
   return set.errors().empty() && !read_errors ? 0 : 1;
 }
 
@@ -697,8 +751,10 @@ void add_summary_command(CLI::App& app) {
   sub->add_option("--rank", o->rank, "only the trace(s) of this rank")->check(CLI::NonNegativeNumber);
   sub->add_option("--window", o->window, "only capture window W (its Window records' begin..end)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--from", o->from_ns, "only records from this time (ns, the file's CLOCK_MONOTONIC; by cpu_begin)");
-  sub->add_option("--to", o->to_ns, "only records up to this time (ns, inclusive)");
+  sub->add_option("--from", o->from,
+                  "only records from this time (by cpu_begin): ns of the file's CLOCK_MONOTONIC, or a time from "
+                  "each file's capture start such as 5s or 120ms");
+  sub->add_option("--to", o->to, "only records up to this time (inclusive), as --from");
   auto* pattern = sub->add_option("--step-pattern", o->step_pattern,
                                   "ranges that are training steps: globs separated by '|' "
                                   "(default 'step_[0-9]*|ProfilerStep#[0-9]*')");

@@ -1,7 +1,10 @@
 #include "tools/format_util.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 namespace cutrace::tools {
 namespace {
@@ -27,6 +30,30 @@ std::string human_ns(int64_t ns) {
   if (a < 999.5e3) return three_digits(ns / 1e3) + " us";
   if (a < 999.5e6) return three_digits(ns / 1e6) + " ms";
   return three_digits(ns / 1e9) + " s";
+}
+
+bool parse_duration(std::string_view text, int64_t* ns) {
+  static const std::pair<const char*, double> units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
+                                                         {"m", 60e9}, {"h", 3600e9}};
+  size_t end = 0;
+  while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
+                               (end == 0 && (text[end] == '-' || text[end] == '+'))))
+    ++end;
+  std::string number(text.substr(0, end));
+  std::string_view unit = text.substr(end);
+  if (number.empty() || number == "-" || number == "+" || std::count(number.begin(), number.end(), '.') > 1) return false;
+  double scale = 0;
+  if (unit.empty()) {
+    if (number.find('.') != std::string::npos) return false;  // ns are whole
+    scale = 1;
+  }
+  for (const auto& [name, f] : units)
+    if (unit == name) scale = f;
+  if (scale == 0) return false;
+  double v = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(v > -9.2e18 && v < 9.2e18)) return false;
+  *ns = unit.empty() ? std::strtoll(number.c_str(), nullptr, 10) : int64_t(std::llround(v));
+  return true;
 }
 
 std::string human_bytes(uint64_t bytes) {

@@ -26,6 +26,8 @@ std::string quote(std::string_view s);    // "text" with control characters esca
 std::string printable(std::string_view s);
 std::string bar(uint64_t n, uint64_t max, size_t width);  // "#" x round(width * n / max), >= 1 if n
 std::string fraction(double f);           // 0.123 -> "12.3%"
+// "120ms", "5s", "2.5s", "40us", "300ns", "1m"; a plain integer is ns. False if malformed.
+bool parse_duration(std::string_view text, int64_t* ns);
 
 enum class Align { Left, Right };
 

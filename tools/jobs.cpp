@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "collector/job_file.h"
 #include "collector/reader.h"
 
 namespace cutrace::jobs {
@@ -160,8 +161,9 @@ Status Scanner::file_status(const std::string& path, const FileFacts& f, int64_t
   return Status::Stopped;
 }
 
-// Fills `job` from the traces directly in `dir`; false when it holds none, or holds one that
-// resolves outside the root (the whole job is then refused).
+// Fills `job` from the traces directly in `dir` (merged job files there are jobs of their own);
+// false when it holds none, or holds one that resolves outside the root (the whole job is then
+// refused).
 bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job) {
   DIR* d = opendir(dir.c_str());
   if (!d) return false;
@@ -172,13 +174,7 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
   }
   closedir(d);
   std::sort(names.begin(), names.end());
-  *job = Job{};
-  job->name = rel;
-  job->id = job_id(rel);
-  job->path = dir;
-  bool any = false, running = false, failed = false, stopped = false;
-  std::set<std::string> hosts;
-  std::vector<runs::Trace> ids;
+  std::vector<Entry> entries;
   for (const std::string& name : names) {
     std::string path = dir + "/" + name;
     struct stat st {};
@@ -191,20 +187,49 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
       }
       return false;
     }
+    if (job::is_job_file(path)) continue;
+    entries.push_back({path, name, st});
+  }
+  return fill_job(dir, rel, entries, false, job);
+}
+
+// A merged job file (`cutrace merge -o`): its members are the ranks; none is running.
+bool Scanner::scan_merged(const std::string& file, const std::string& rel, Job* job) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !inside(file)) return false;
+  std::vector<Entry> entries;
+  for (const std::string& m : list_trace_files(file)) entries.push_back({m, m.substr(m.find_last_of('/') + 1), st});
+  if (!fill_job(file, rel, entries, true, job)) return false;
+  job->size_bytes = uint64_t(st.st_size);
+  return true;
+}
+
+bool Scanner::fill_job(const std::string& path, const std::string& rel, const std::vector<Entry>& entries,
+                       bool merged, Job* job) {
+  *job = Job{};
+  job->name = rel;
+  job->id = job_id(rel);
+  job->path = path;
+  bool any = false, running = false, failed = false, stopped = false;
+  std::set<std::string> hosts;
+  std::vector<runs::Trace> ids;
+  for (const Entry& e : entries) {
+    const std::string& name = e.name;
+    const struct stat& st = e.st;
     any = true;
     ++job->ranks;
     job->size_bytes += uint64_t(st.st_size);
     int64_t mt = mtime_ns(st);
-    FileFacts f = facts(path, uint64_t(st.st_size), mt, false);
+    FileFacts f = facts(e.path, uint64_t(st.st_size), mt, false);
     Status s;
     if (!f.error.empty()) {
       job->problems.push_back(name + ": " + f.error);
-      s = now_realtime_ns() - mt < running_grace_ns ? Status::Running : Status::Stopped;
-    } else if (f.id.host == hostname_ && process_alive(f.id.pid, f.start_monotonic_ns)) {
+      s = !merged && now_realtime_ns() - mt < running_grace_ns ? Status::Running : Status::Stopped;
+    } else if (!merged && f.id.host == hostname_ && process_alive(f.id.pid, f.start_monotonic_ns)) {
       s = Status::Running;  // no need to read the whole file
     } else {
-      f = facts(path, uint64_t(st.st_size), mt, true);
-      s = file_status(path, f, mt);
+      f = facts(e.path, uint64_t(st.st_size), mt, true);
+      s = merged && !f.complete ? Status::Stopped : file_status(e.path, f, mt);
     }
     if (f.error.empty()) ids.push_back(f.id);
     if (!f.id.host.empty()) hosts.insert(f.id.host);
@@ -243,10 +268,17 @@ std::vector<Job> Scanner::scan() {
       std::string name = e->d_name;
       if (name == "." || name == "..") continue;
       std::string path = it.dir + "/" + name;
+      std::string rel = it.rel == "." ? name : it.rel + "/" + name;
       struct stat st {};
       // lstat: a directory symlink is never followed, inside the root or out of it.
-      if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-      todo.push_back({path, it.rel == "." ? name : it.rel + "/" + name, it.depth + 1});
+      if (lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISREG(st.st_mode) && ends_with(name, ".cutrace") && job::is_job_file(path)) {
+        Job merged;
+        if (scan_merged(path, rel, &merged)) out.push_back(std::move(merged));
+        continue;
+      }
+      if (!S_ISDIR(st.st_mode)) continue;
+      todo.push_back({path, rel, it.depth + 1});
     }
     closedir(d);
   }
@@ -275,9 +307,9 @@ bool Scanner::find(const std::string& id, Job* out) {
   if (where.first.empty()) return false;
   // Re-check now: the directory may have been replaced by a symlink since the scan.
   struct stat st {};
-  if (lstat(where.first.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (lstat(where.first.c_str(), &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) return false;
   if (!inside(where.first) || resolve(where.first) != where.first) return false;
-  return scan_dir(where.first, where.second, out);
+  return S_ISREG(st.st_mode) ? scan_merged(where.first, where.second, out) : scan_dir(where.first, where.second, out);
 }
 
 }  // namespace cutrace::jobs

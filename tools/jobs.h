@@ -1,6 +1,6 @@
 // The recorded jobs under one directory, for `cutrace serve`. A job is a directory holding
 // `*.cutrace` files (what `cutrace record -o DIR` writes), or the root itself when it holds
-// traces. Nothing outside the root is ever listed: directory symlinks are not followed, and a job
+// traces, or a merged job file (`cutrace merge -o`), whose members are its ranks. Nothing outside the root is ever listed: directory symlinks are not followed, and a job
 // with a trace file that resolves outside the root (a symlink out) is refused, not listed.
 // Its status comes from the files (docs/REPORT.md, "cutrace serve"):
 //   completed  every rank's End record is clean
@@ -10,6 +10,8 @@
 //              file changed in the last few seconds)
 //   stopped    some rank has no End record and its process is gone (killed, crashed hard)
 #pragma once
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -28,7 +30,7 @@ bool parse_status(const std::string& name, Status* s);
 struct Job {
   std::string id;       // opaque, URL-safe, stable for a path: 16 hex digits
   std::string name;     // path relative to the root ("." for the root itself)
-  std::string path;     // absolute path of the job directory (inside the root)
+  std::string path;     // absolute path of the job directory or merged file (inside the root)
   int64_t created_ns = 0;   // CLOCK_REALTIME of the earliest capture start (mtime if unknown)
   Status status = Status::Completed;
   int ranks = 0;        // trace files
@@ -72,7 +74,14 @@ class Scanner {
   int64_t running_grace_ns = 5'000'000'000;  // a file touched this recently counts as running
 
  private:
+  struct Entry {
+    std::string path, name;  // a trace file, or a member FILE/<member> of a merged job file
+    struct stat st;          // the file's (the merged file's)
+  };
   bool scan_dir(const std::string& dir, const std::string& rel, Job* job);
+  bool scan_merged(const std::string& file, const std::string& rel, Job* job);
+  bool fill_job(const std::string& path, const std::string& rel, const std::vector<Entry>& entries, bool merged,
+                Job* job);
   Status file_status(const std::string& path, const FileFacts& f, int64_t mtime_ns) const;
   FileFacts facts(const std::string& path, uint64_t size, int64_t mtime_ns, bool need_end);
 

@@ -211,7 +211,10 @@ std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const
   j["tracks"] = tracks;
   j["annotations"] = annotations_json(tl);
   j["errors"] = tl.errors;
+  j["clock_warnings"] = tl.clock_warnings;
   j["summary"] = model.to_json();
+  // As `cutrace summary --json` adds it: null for one file.
+  j["summary"]["stragglers"] = tl.files.size() > 1 ? straggler_json(tl.stragglers) : Json();
   return dump(j);
 }
 

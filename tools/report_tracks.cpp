@@ -455,7 +455,13 @@ bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Ti
   TraceSet set(job_path);
   // Several files (ranks, possibly on several hosts): one clock for all, as `cutrace export`.
   Alignment align;
-  if (set.files().size() > 1) align = align_traces(set.files());
+  out->stragglers.why_not = "one rank";
+  if (set.files().size() > 1) {
+    std::vector<RankProfile> profiles;
+    align = align_traces(set.files(), AlignOptions{}, &profiles);
+    out->stragglers = find_stragglers(profiles, align);
+    out->clock_warnings = align.warnings;
+  }
   std::vector<FileEvents> files;
   Loader loader(out, t0_ns, t1_ns);
   set.for_each([&](TraceReader& r) {

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tools/straggler.h"
+
 namespace cutrace::report {
 
 // What an event is; the page colours and describes events by it.
@@ -97,6 +99,8 @@ struct Timeline {
   // of several: the common clock of tools/align.h ("realtime" or "realtime+nccl", as `cutrace
   // export`), so that ranks on different hosts line up.
   std::string clock;
+  std::vector<std::string> clock_warnings;  // ranks left on their wall clocks (tools/align.h)
+  StragglerReport stragglers;               // of several files (tools/straggler.h)
   std::vector<std::string> errors;  // files that could not be opened or read
 };
 

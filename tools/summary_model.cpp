@@ -682,6 +682,11 @@ bool SummaryModel::add(TraceReader& r) {
   Span span;
   span.lo = opt_.from_ns;
   span.hi = opt_.to_ns;
+  if (opt_.relative) {  // from the capture start (meta start_monotonic_ns, else the first ClockSync)
+    int64_t start = r.meta_int("start_monotonic_ns", r.clock_sync().monotonic_ns);
+    if (span.lo != std::numeric_limits<int64_t>::min()) span.lo = sat_add(start, span.lo);
+    if (span.hi != std::numeric_limits<int64_t>::max()) span.hi = sat_add(start, span.hi);
+  }
   FileTotals t(opt_, r);
   t.sampled = meta_gpu_sample(r) < 1;
   if (opt_.window || opt_.step_sync) {
@@ -954,6 +959,14 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     t.steps.add(sat_sub(t.step_ends[i + 1], t.step_ends[i]), gpu, sat_sub(t.step_hi[i], t.step_lo[i]));
   }
   t.sync_steps_to_windows();
+  // One window holds every record of the file (nothing is recorded outside windows): its
+  // figures are the file's, without the second pass that several windows need.
+  if (t.windows.size() == 1) {
+    WindowSummary& w = t.windows[0];
+    for (const FileTotals::KSlot& s : t.kslots) w.kernels += s.time.count;
+    for (const FileTotals::KSlot& s : t.kslots) w.kernel_ns = sat_add(w.kernel_ns, s.time.total_ns());
+    if (!t.by_sync_steps) w.steps = t.steps.cpu;
+  }
   steps_.merge(t.steps);
   f.steps = std::move(t.steps);
   f.windows = std::move(t.windows);
@@ -1151,6 +1164,7 @@ Json SummaryModel::to_json() const {
                   {"window", opt_.window ? Json(*opt_.window) : Json(nullptr)},
                   {"from_ns", opt_int(opt_.from_ns != std::numeric_limits<int64_t>::min(), opt_.from_ns)},
                   {"to_ns", opt_int(opt_.to_ns != std::numeric_limits<int64_t>::max(), opt_.to_ns)},
+                  {"times", opt_.relative ? "from each file's start" : "absolute"},
                   {"step_source", step_source()}};
 
   std::vector<KernelStat> ks = kernels();

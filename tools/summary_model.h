@@ -367,6 +367,7 @@ struct SummaryOptions {
   std::optional<uint32_t> window;  // only records inside capture window W (Window records)
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // time span, by cpu_begin (or ts)
   int64_t to_ns = std::numeric_limits<int64_t>::max();
+  bool relative = false;  // from_ns and to_ns count from each file's capture start
   std::string step_pattern = "step_[0-9]*|ProfilerStep#[0-9]*";  // globs, '|' between them
   uint8_t step_sync = 0;  // fmt::SyncKind: steps between such synchronisations; 0 = ranges
   int64_t short_kernel_ns = 5000;

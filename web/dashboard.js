@@ -108,14 +108,17 @@
 
   function overview() {
     const k = S.kernel_totals, g = S.gpu_total, st = S.steps;
-    const hostUtil = S.ranks.length ? S.ranks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / S.ranks.length : 0;
+    // Over the ranks that sampled the CPU: none sampled is "n/a", not 0%.
+    const sampled = S.ranks.filter((r) => r.cpu.samples > 0);
+    const hostUtil = sampled.length ? sampled.reduce((a, r) => a + r.cpu.host_util_mean, 0) / sampled.length : null;
     return el('div', {class: 'stats'},
       stat('Elapsed (trace)', CT.fmtNs(D.extent_ns), 'extent'),
       stat('GPU busy', CT.fmtPct(g.utilization), 'gpu_utilization', `${CT.fmtNs(g.busy_ns)} of ${CT.fmtNs(g.elapsed_ns)}`),
       stat('Kernel GPU time', CT.fmtNs(k.total_ns), 'kernel_total_ns', `${CT.fmtCount(k.names)} names`),
       stat('Kernel launches', CT.fmtCount(k.count), 'kernel_count', k.untimed ? `${CT.fmtCount(k.untimed)} untimed` : null),
       stat('Steps', CT.fmtCount(st.count), 'step_count', st.count ? `median ${CT.fmtNs(st.cpu.median_ns)}` : 'no step ranges'),
-      stat('Host CPU (mean)', hostUtil.toFixed(1) + '%', 'cpu_host_util'),
+      stat('Host CPU (mean)', hostUtil === null ? 'n/a' : hostUtil.toFixed(1) + '%', 'cpu_host_util',
+           hostUtil === null ? 'no CPU samples' : null),
       stat('Ranks', CT.fmtCount(S.ranks.length), 'ranks', rankTrouble()),
       stat('Events', CT.fmtCount(D.events), 'events'));
   }
@@ -146,8 +149,9 @@
       out.push(card('GPU utilisation over time, per node (mean of its GPUs)', {wide: true, note: src},
                     chartBox(lineChart(nodeSets, pctFmt, {max: 100}))));
     }
-    const hostUtil = S.ranks.length ? S.ranks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / S.ranks.length : 0;
-    if (S.ranks.some((r) => r.cpu.samples > 0)) {
+    const cpuRanks = S.ranks.filter((r) => r.cpu.samples > 0);
+    const hostUtil = cpuRanks.length ? cpuRanks.reduce((a, r) => a + r.cpu.host_util_mean, 0) / cpuRanks.length : 0;
+    if (cpuRanks.length) {
       out.push(pieCard('CPU active time (host, mean of samples)', 'cpu_active', ['active', 'idle'], [hostUtil, 100 - hostUtil],
                        (v) => v.toFixed(1) + '%'));
       const cpu = counters('cpu_host').concat(counters('cpu_process'));
@@ -381,29 +385,52 @@
       ], rows, {id: 'windows'}))];
   }
 
+  // The straggler comes from the collectives (summary.stragglers): a collective ends together on
+  // every rank, so step times are equal and cannot name it; without collectives, the summary's
+  // slowest rank by its criterion.
   function rankComparison() {
     if (S.ranks.length < 2) return [];
-    const rows = S.ranks.map((r) => ({rank: r.rank, host: r.host, steps: r.steps.count, step_mean: r.steps.cpu_mean_ns,
-                                      step_median: r.steps.cpu_median_ns, kernels: r.kernels, compute: r.kernel_ns - r.comm_kernel_ns,
-                                      comm: r.comm_kernel_ns, busy: r.gpu_busy_ns,
-                                      idle: r.gpu_elapsed_ns ? 1 - r.gpu_busy_ns / r.gpu_elapsed_ns : 0}));
+    const st = S.stragglers && S.stragglers.analysed ? S.stragglers : null;
+    const byFile = new Map(((st && st.ranks) || []).map((r) => [r.file, r]));
+    const rows = S.ranks.map((r) => {
+      const x = byFile.get(r.file) || {};
+      return {rank: r.rank, host: r.host, steps: r.steps.count, step_mean: r.steps.cpu_mean_ns,
+              step_median: r.steps.cpu_median_ns, kernels: r.kernels, compute: r.kernel_ns - r.comm_kernel_ns,
+              comm: r.comm_kernel_ns, busy: r.gpu_busy_ns,
+              idle: r.gpu_elapsed_ns ? 1 - r.gpu_busy_ns / r.gpu_elapsed_ns : 0,
+              last: st ? `${CT.fmtCount(x.last_arrivals || 0)} of ${CT.fmtCount(x.collectives || 0)}` : null,
+              waited: st ? x.waited_for_ns : null, host_step: st ? x.host_per_step_ns : null,
+              range: x.range ? `${x.range.name} ${CT.fmtNs(x.range.ns)} (others ${CT.fmtNs(x.range.others_ns)})` : ''};
+    });
     const slow = S.rank_comparison;
+    const note = st ? (st.straggler_rank !== null ? `straggler: rank ${st.straggler_rank}` : 'no straggler')
+                    : (slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : '') +
+                      (S.stragglers ? `; ${S.stragglers.verdict}` : '');
+    const verdict = S.stragglers ? el('p', {class: 'verdict', 'data-straggler': st && st.straggler_rank !== null ? String(st.straggler_rank) : ''},
+                                      S.stragglers.verdict) : null;
     const labels = rows.map((r) => 'rank ' + r.rank);
-    return [card('Per-rank comparison', {full: true, id: 'ranks', note: slow ? `slowest: rank ${slow.slowest_rank} (${slow.criterion})` : ''},
+    const cols = [
+      {key: 'rank', title: 'Rank', num: true}, {key: 'host', title: 'Host'},
+      {key: 'steps', title: 'Steps', num: true, fmt: CT.fmtCount},
+      {key: 'step_mean', title: 'Step mean', num: true, fmt: CT.fmtNs},
+      {key: 'step_median', title: 'Step median', num: true, fmt: CT.fmtNs},
+      {key: 'kernels', title: 'Launches', num: true, fmt: CT.fmtCount},
+      {key: 'compute', title: 'Compute', num: true, fmt: CT.fmtNs},
+      {key: 'comm', title: 'Communication', num: true, fmt: CT.fmtNs},
+      {key: 'busy', title: 'GPU busy', num: true, fmt: CT.fmtNs},
+      {key: 'idle', title: 'Idle %', num: true, fmt: CT.fmtPct},
+    ];
+    if (st) {
+      cols.push({key: 'last', title: 'Last to arrive'}, {key: 'waited', title: 'Others waited', num: true, fmt: CT.fmtNs},
+                {key: 'host_step', title: 'Host / step', num: true, fmt: (v) => (v === null || v === undefined ? 'n/a' : CT.fmtNs(v))},
+                {key: 'range', title: 'Range above the others'});
+    }
+    return [card('Per-rank comparison', {full: true, id: 'ranks', note},
+      verdict,
       chartBox(barChart(labels, [{label: 'compute kernels', data: rows.map((r) => r.compute), backgroundColor: '#4e79a7'},
                                  {label: 'communication kernels', data: rows.map((r) => r.comm), backgroundColor: '#f28e2b'}],
                         {stacked: true, ticks: nsTick, tooltip: nsTooltip}), 220),
-      CT.table([
-        {key: 'rank', title: 'Rank', num: true}, {key: 'host', title: 'Host'},
-        {key: 'steps', title: 'Steps', num: true, fmt: CT.fmtCount},
-        {key: 'step_mean', title: 'Step mean', num: true, fmt: CT.fmtNs},
-        {key: 'step_median', title: 'Step median', num: true, fmt: CT.fmtNs},
-        {key: 'kernels', title: 'Launches', num: true, fmt: CT.fmtCount},
-        {key: 'compute', title: 'Compute', num: true, fmt: CT.fmtNs},
-        {key: 'comm', title: 'Communication', num: true, fmt: CT.fmtNs},
-        {key: 'busy', title: 'GPU busy', num: true, fmt: CT.fmtNs},
-        {key: 'idle', title: 'Idle %', num: true, fmt: CT.fmtPct},
-      ], rows, {id: 'ranks'}))];
+      CT.table(cols, rows, {id: 'ranks'}))];
   }
 
   CT.renderDashboard = function (root, dashboard) {
@@ -425,6 +452,7 @@
         'Counts and totals on this page are lower bounds; the timeline marks the intervals in red.'));
     }
     for (const e of D.errors || []) root.appendChild(el('p', {class: 'warning'}, e));
+    for (const w of D.clock_warnings || []) root.appendChild(el('p', {class: 'warning', 'data-clock': ''}, 'clock alignment: ' + w));
     for (const n of S.notes || []) root.appendChild(el('p', {class: 'warning'}, n));
     const grid = el('div', {class: 'grid'});
     const add = (cards) => cards.forEach((c) => grid.appendChild(c));

@@ -2187,6 +2187,9 @@ TESTS.extend(nvtx_checks.TESTS)
 # Hostile files and damaged traces: hardening_checks.py.
 import hardening_checks  # noqa: E402
 TESTS.extend(hardening_checks.TESTS)
+# Multi-rank jobs (alignment, merged files, stragglers): job_checks.py.
+import job_checks  # noqa: E402
+TESTS.extend(job_checks.TESTS)
 
 
 def run_test(t, s):

@@ -1,13 +1,18 @@
 // Writes a synthetic multi-rank job for the report's browser tests and its frame-time benchmark
 // (bench/report_fps.sh):
-//   report_trace_gen OUTDIR RANKS STEPS KERNELS_PER_STEP
+//   report_trace_gen OUTDIR RANKS STEPS KERNELS_PER_STEP [STRAGGLER]
 // Per rank: one file OUTDIR/node-<rank/2>.rank<r>.pid<p>.cutrace with steps (NVTX ranges
 // "step_<n>", nested "forward" and "backward"), kernel launches (compute kernels on stream 1, one
 // NCCL kernel per step on stream 2, one named "<img src=x onerror=alert(1)>" per step: the page
 // must show it as text), a copy and a set per step, a stream synchronisation per step, device
 // allocations, and CPU and GPU samples every 5 ms. Times are deterministic (no randomness).
+// With STRAGGLER (a rank), the ranks keep one schedule as a data-parallel job does: step s
+// starts at the same time on every rank (1.001 s + 4 ms x s), rank STRAGGLER's backward takes
+// 1.5 ms more CPU time, and every rank's NCCL kernel ends 300 us before the next step: the
+// others wait for the straggler in it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -39,9 +44,11 @@ struct Gen {
     o.tid = tid;
     o.stream = stream;
   }
-  void kernel(uint32_t name, uint32_t stream, int64_t gpu_ns) {
+  // gpu_end > 0: the kernel ends then (a collective that ends when the last rank arrives).
+  void kernel(uint32_t name, uint32_t stream, int64_t gpu_ns, int64_t gpu_end = 0) {
     fmt::KernelRec k{};
     op(k.op, stream, gpu_ns);
+    if (gpu_end > k.op.gpu_start) k.op.gpu_end = gpu_end, gpu_free[stream] = gpu_end + 500;
     k.op.api = kLaunch;
     k.name_id = name;
     k.grid[0] = 1024, k.grid[1] = k.grid[2] = 1;
@@ -62,7 +69,8 @@ struct Gen {
   }
 };
 
-int write_rank(const std::string& dir, int rank, int ranks, int steps, int kernels) {
+int write_rank(const std::string& dir, int rank, int ranks, int steps, int kernels, int straggler) {
+  constexpr int64_t kScheduleBase = 1'001'000'000, kPeriod = 4'000'000;
   int pid = 1000 + rank;
   std::string host = "node-" + std::to_string(rank / 2);
   std::string path = dir + "/" + host + ".rank" + std::to_string(rank) + ".pid" + std::to_string(pid) + ".cutrace";
@@ -127,6 +135,7 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
   }
   int64_t next_sample = g.t;
   for (int s = 0; s < steps; ++s) {
+    if (straggler >= 0) g.t = std::max(g.t, kScheduleBase + s * kPeriod);
     int64_t step_begin = g.t;
     g.t += 2000 + (rank * 500);
     int64_t half = g.t;
@@ -138,8 +147,9 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
       uint32_t name = k == 1 ? evil : ids[size_t((k * 7 + s) % ids.size())];
       g.kernel(name, 1, 3000 + int((k * 7 + s) % ids.size()) * 4000 + (k % 11) * 1000 + rank * 200);
     }
+    if (rank == straggler) g.t += 1'500'000;
     g.range(bwd, half, g.t, 1);
-    g.kernel(nccl, 2, 60000);
+    g.kernel(nccl, 2, 60000, straggler >= 0 ? kScheduleBase + s * kPeriod + kPeriod - 300'000 : 0);
     fmt::MemcpyRec c{};
     g.op(c.op, 1, 8000);
     c.op.api = kCopy;
@@ -195,8 +205,8 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s OUTDIR RANKS STEPS KERNELS_PER_STEP\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    std::fprintf(stderr, "usage: %s OUTDIR RANKS STEPS KERNELS_PER_STEP [STRAGGLER]\n", argv[0]);
     return 2;
   }
   int ranks = std::atoi(argv[2]), steps = std::atoi(argv[3]), kernels = std::atoi(argv[4]);
@@ -205,6 +215,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int r = 0; r < ranks; ++r)
-    if (int rc = write_rank(argv[1], r, ranks, steps, kernels)) return rc;
+    if (int rc = write_rank(argv[1], r, ranks, steps, kernels, argc == 6 ? std::atoi(argv[5]) : -1)) return rc;
   return 0;
 }

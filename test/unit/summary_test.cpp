@@ -15,6 +15,7 @@
 #include "collector/reader.h"
 #include "collector/writer.h"
 #include "tools/breakdown.h"
+#include "tools/name_groups.h"
 #include "tools/precision.h"
 #include "tools/summary_model.h"
 
@@ -927,6 +928,63 @@ TEST_CASE("per-window table: records go to the window they began in, whatever th
   CHECK(w[1]["kernel_ns"] == 300);
   CHECK(w[1]["steps"]["cpu_median_ns"] == 7000);
   CHECK(j["ranks"][0]["windows_beyond"] == 0);
+}
+
+TEST_CASE("per-window table: a trace of one window gives that window the file's kernels and steps") {
+  std::string out;
+  TraceBuilder b(&out, 0, 1);
+  b.window(0, fmt::WindowEdge::Begin, 1000000);
+  for (int s = 0; s < 10; ++s) {
+    b.range(("step_" + std::to_string(s)).c_str(), 5000 + s, -1, 0);
+    for (int k = 0; k < 4; ++k) b.kernel("k", 100);
+  }
+  b.window(0, fmt::WindowEdge::End, 9000000);
+  b.close(0);
+  nlohmann::ordered_json j = summarise({{&out, "r0.cutrace"}}, SummaryOptions{}).to_json();
+  const auto& w = j["ranks"][0]["windows"];
+  REQUIRE(w.size() == 1);
+  CHECK(w[0]["kernels"] == 40);
+  CHECK(w[0]["kernel_ns"] == 4000);
+  CHECK(w[0]["steps"]["count"] == 10);
+  CHECK(w[0]["steps"]["cpu_min_ns"] == 5000);
+  CHECK(w[0]["steps"]["cpu_max_ns"] == 5009);
+}
+
+TEST_CASE("filters: --from/--to as times from each file's capture start") {
+  std::string out;
+  TraceBuilder b(&out, 0, 1);
+  b.meta("start_monotonic_ns", "1000000");
+  b.kernel_at("k", 1000100, 1000200, 1000300, 1);  // cpu_begin 90 ns after the start
+  b.kernel_at("k", 1500010, 1500100, 1500300, 1);  // 500 us after, 200 ns of GPU time
+  b.kernel_at("k", 2500010, 2500100, 2500700, 1);  // 1.5 ms after
+  b.close(0);
+  SummaryOptions o;
+  o.relative = true;
+  o.from_ns = 400'000;
+  o.to_ns = 1'000'000;
+  nlohmann::ordered_json j = summarise({{&out, "r0.cutrace"}}, o).to_json();
+  CHECK(j["kernel_totals"]["count"] == 1);
+  CHECK(j["kernel_totals"]["total_ns"] == 200);
+  CHECK(j["filters"]["times"] == "from each file's start");
+}
+
+TEST_CASE("NVTX table: names that differ only in their numbers share a row") {
+  std::string out;
+  TraceBuilder b(&out, 0, 1);
+  for (int s = 0; s < 25; ++s) b.range(("step_" + std::to_string(s)).c_str(), 1000, -1, 0);
+  b.range("Loss", 10, -1, 0);
+  b.range("layer.3.mlp", 20, -1, 0);
+  b.close(0);
+  std::vector<RangeGroup> g = group_ranges(summarise({{&out, "r0.cutrace"}}, SummaryOptions{}).ranges());
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].range.name == "step_* (25)");
+  CHECK(g[0].names == 25);
+  CHECK(g[0].range.stat.count == 25);
+  CHECK(g[0].range.stat.cpu_total_ns() == 25000);
+  CHECK(g[1].range.name == "layer.3.mlp");  // alone in its family: as it is
+  CHECK(g[2].range.name == "Loss");
+  CHECK(digit_pattern("layer.3.mlp.12") == "layer.*.mlp.*");
+  CHECK(digit_pattern("Loss") == "");
 }
 
 TEST_CASE("filters: rank, capture window, time span, steps between synchronisations") {

@@ -311,3 +311,31 @@ test('a trace of three capture windows (--capture-repeat): the windows table equ
   // A trace of one window has no such card.
   assert.equal(await page.locator('[data-table="windows"]').count(), 0);
 });
+
+test('per-rank comparison names the straggler from the collectives, with the time the others waited', async () => {
+  // Rank 2 does 1.5 ms more backward CPU work a step; the collectives end together on every rank.
+  const job = path.join(dir, 'straggler');
+  mkdirSync(job);
+  execFileSync(path.join(build, 'test/report_trace_gen'), [job, '4', '20', '10', '2']);
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'straggler.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString()).stragglers;
+  assert.equal(s.straggler_rank, 2);
+  assert.equal(s.ranks[2].last_arrivals, 20);
+  const r = await openReport(browser, path.join(dir, 'straggler.html'));
+  const verdict = r.page.locator('[data-card="ranks"] .verdict');
+  assert.equal(await verdict.getAttribute('data-straggler'), '2');
+  assert.equal(await verdict.textContent(), s.verdict);
+  assert.match(s.verdict, /^rank 2 \(node-1\) is the straggler: the other ranks waited /);
+  assert.equal(await r.page.locator('[data-card="ranks"] h3 .note').textContent(), 'straggler: rank 2');
+  const waited = await r.page.$$eval('[data-table="ranks"] tbody tr', (trs) => trs.map((tr) => tr.querySelector('[data-col="waited"]').textContent));
+  s.ranks.forEach((x, i) => assertNs(waited[i], x.waited_for_ns, `rank ${x.rank} others waited`));
+  const range = await r.page.$$eval('[data-table="ranks"] tbody tr', (trs) => trs[2].querySelector('[data-col="range"]').textContent);
+  assert.match(range, /^backward /);
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+  // The job whose collectives do not line up: the page says the ranks stay on their wall clocks,
+  // and that its slowest rank by step time is no straggler analysis.
+  assert.ok((await page.locator('[data-clock]').count()) > 0);
+  assert.match(await page.locator('[data-card="ranks"] h3 .note').textContent(),
+               /^slowest: rank \d \(median step time\); no straggler analysis: no collective matched across ranks/);
+});
