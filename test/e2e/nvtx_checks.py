@@ -51,9 +51,17 @@ CAT = r'category=(\d+)(?: "((?:[^"\\]|\\.)*)")?'  # the id, and its name when th
 
 
 def unquote(q):
+    """cutrace dump's quote() reversed: \\xNN is one byte (a control character, or a byte that is
+    not UTF-8: then as Python's surrogateescape has it), \\u00NN a C1 control, \\c the character c."""
     if q is None:
         return None
-    return re.sub(r'\\x([0-9a-f]{2})|\\(.)', lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), q)
+
+    def one(m):
+        if m.group(1):
+            b = int(m.group(1), 16)
+            return chr(b) if b < 0x80 else chr(0xDC00 + b)
+        return chr(int(m.group(2), 16)) if m.group(2) else m.group(3)
+    return re.sub(r'\\x([0-9a-f]{2})|\\u([0-9a-f]{4})|\\(.)', one, q)
 
 
 def cutrace_ranges(s, c, trace):
