@@ -82,7 +82,8 @@ bool read_profile(TraceReader& r, const std::string& step_pattern, RankProfile* 
                           std::to_string(k.block[1]) + 'x' + std::to_string(k.block[2]);
         auto [kit, knew] = key_ids.try_emplace(std::move(key), uint32_t(p.keys.size()));
         if (knew) p.keys.push_back(kit->first);
-        auto [cit, cnew] = channels.try_emplace(op.stream, uint32_t(channels.size()));
+        const uint32_t stream = op.stream;  // a copy: the packed field may be misaligned
+        auto [cit, cnew] = channels.try_emplace(stream, uint32_t(channels.size()));
         (void)cnew;
         Collective c;
         c.key = kit->second;
@@ -110,8 +111,9 @@ bool read_profile(TraceReader& r, const std::string& step_pattern, RankProfile* 
         const auto& g = rec.as<fmt::RangeRec>();
         int64_t b = g.cpu_begin, e = g.cpu_end;
         int64_t d = e > b ? sat_sub(e, b) : 0;
-        auto [it, fresh] = range_kind.try_emplace(g.name_id, 0);
-        if (fresh) it->second = glob_match(step_pattern, r.str(g.name_id)) ? 1 : 0;
+        const uint32_t name_id = g.name_id;  // a copy: the packed field may be misaligned
+        auto [it, fresh] = range_kind.try_emplace(name_id, 0);
+        if (fresh) it->second = glob_match(step_pattern, r.str(name_id)) ? 1 : 0;
         if (it->second == 1 && g.domain_id == 0) {
           if (p.steps.size() < RankProfile::kMaxSteps) p.steps.push_back({std::string(r.str(g.name_id)), b, std::max(b, e)});
           break;
