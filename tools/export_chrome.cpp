@@ -610,7 +610,8 @@ class ChromeFile {
     for (uint64_t n : l.count) total += n;
     put_u64(o_, total);
     o_ += ",\"until_us\":";
-    put_us(o_, rel(std::max(l.end_ns, l.begin_ns)));
+    const int64_t lb = l.begin_ns, le = l.end_ns;  // copies: packed fields
+    put_us(o_, rel(std::max(le, lb)));
     o_ += ",\"reason\":";
     o_ += l.reason == uint8_t(fmt::LossReason::Exit) ? "\"in progress at exit\"" : "\"buffer budget\"";
     for (int k = 0; k < fmt::kLossKinds; ++k) {

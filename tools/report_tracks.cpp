@@ -228,7 +228,8 @@ class Loader {
       }
       case T::Loss: {
         const auto& l = rec.as<fmt::LossRec>();
-        int64_t b = at(l.begin_ns), e = at(std::max(l.end_ns, l.begin_ns));
+        const int64_t lb = l.begin_ns, le = l.end_ns;  // copies: packed fields
+        int64_t b = at(lb), e = at(std::max(le, lb));
         extent(b, e);
         if (!keep(b, e)) break;
         tools::LossFacts f;
