@@ -5,9 +5,9 @@ the output directory that are not traces. The crafted traces come from test/craf
 docs/RELIABILITY.md names the promises these tests guard."""
 import os
 import re
-import resource
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -51,32 +51,47 @@ class Measured:
         return (self.out + self.err).decode(errors="replace")
 
 
+# Runs argv in a fresh, small python3 that forks it and reports its peak RSS (wait4): a child
+# forked from this suite would count the suite's own resident memory as its peak (the peak of
+# the image before exec is kept). Writes "rss status" to the file argv[2].
+MEASURE = r"""
+import os, resource, sys
+cap, out = int(sys.argv[1]), sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    try:
+        if cap:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        os.execvp(sys.argv[3], sys.argv[3:])
+    finally:
+        os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(f"{ru.ru_maxrss * 1024} {os.waitstatus_to_exitcode(status)}")
+"""
+
+
 def run_measured(s, argv, timeout=30, cap_memory=True):
-    """Runs argv with its own peak RSS (wait4); None when it ran past timeout (then killed). Outside
-    a sanitizer run its address space is capped at 2 GiB, so that a tool that sizes a table by a
+    """Runs argv with its own peak RSS; None when it ran past timeout (then killed). Outside a
+    sanitizer run its address space is capped at 2 GiB, so that a tool that sizes a table by a
     hostile id fails (bad_alloc) instead of taking the machine's memory."""
-    def cap():
-        if cap_memory and not SAN_PRELOAD:
-            resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+    cap = 2 << 30 if cap_memory and not SAN_PRELOAD else 0
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as res:
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, env=env_of(s), stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, preexec_fn=cap)
-        deadline = t0 + timeout * TIME_SCALE
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                p.kill()
-                os.wait4(p.pid, 0)
-                p.returncode = -9
-                return None
-            time.sleep(0.01)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        p = subprocess.Popen([sys.executable, "-c", MEASURE, str(cap), res.name, *argv], env=env_of(s),
+                             stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, start_new_session=True)
+        try:
+            p.wait(timeout=timeout * TIME_SCALE)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            return None
         secs = time.monotonic() - t0
+        rss, status = (int(x) for x in res.read().split())
         fo.seek(0)
         fe.seek(0)
-        return Measured(argv, p.returncode, fo.read(), fe.read(), ru.ru_maxrss * 1024, secs)
+        return Measured(argv, status, fo.read(), fe.read(), rss, secs)
 
 
 def tool_commands(s, work):
