@@ -308,7 +308,7 @@ struct Gen {
       w.add(dr, fmt::RecType::Dropped);
       fmt::LossRec lo{};
       lo.begin_ns = tm[0], lo.end_ns = tm[1], lo.tid = U32, lo.reason = 0xFF;
-      for (uint64_t& n : lo.count) n = U64;
+      for (size_t k = 0; k < sizeof lo.count / sizeof lo.count[0]; ++k) lo.count[k] = U64;  // packed: no references
       w.add(lo, fmt::RecType::Loss);
       fmt::WindowRec win{};
       win.ts = tm[0], win.index = U32, win.reason_id = U32;

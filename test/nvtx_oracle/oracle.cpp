@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -55,8 +56,11 @@ std::string utf8(const wchar_t* w) {
   }
   return o;
 }
-// Handles are pointers to strings owned here (never freed).
-const char* keep(const std::string& s) { return (new std::string(s))->c_str(); }
+// Handles are pointers to strings that live as long as the process (a deque never moves them).
+const char* keep(const std::string& s) {
+  static auto* kept = new std::deque<std::string>;
+  return kept->emplace_back(s).c_str();
+}
 std::string dom(const void* d) { return d ? static_cast<const char*>(d) : ""; }
 std::string text(const nvtxEventAttributes_t* a) {
   if (!a) return "";
