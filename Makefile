@@ -20,10 +20,15 @@ LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
 # The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
 ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
-FORMAT_SRC := collector/writer.cpp collector/reader.cpp collector/codec.cpp collector/safe_file.cpp collector/job_file.cpp
-SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) \
-              $(filter-out $(FORMAT_SRC),$(wildcard collector/*.cpp))
-TOOLS_SRC  := $(wildcard tools/*.cpp)
+# Layers, each using only those above it: trace/ (the file format: every tool and the collector),
+# runtime/ (what the shim's wrappers and the collector share: config, driver slots, ticks, the
+# per-thread record chunks), collector/ (drains the chunks into a trace), shim/ and nvtx_bridge/
+# (the entry points), tools/ (the CLI).
+FORMAT_SRC := $(wildcard trace/*.cpp)
+RUNTIME_SRC := $(wildcard runtime/*.cpp)
+COLLECTOR_SRC := $(wildcard collector/*.cpp)
+SHIM_SRC   := $(wildcard shim/*.cpp) $(wildcard nvtx_bridge/*.cpp) $(RUNTIME_SRC) $(COLLECTOR_SRC)
+TOOLS_SRC  := $(wildcard tools/*/*.cpp)
 FAKE_SRC   := $(wildcard test/fake_cuda/*.cpp)
 FAKE_CUPTI_SRC := $(wildcard test/fake_cupti/*.cpp)
 UNIT_SRC   := $(wildcard test/unit/*.cpp)
@@ -41,6 +46,7 @@ WEB_GEN    := $(BUILD)/gen/web_assets.cpp
 
 SHIM_SO  := $(BUILD)/lib/libcutrace.so
 FORMAT_A := $(BUILD)/lib/libcutrace_format.a
+COLLECTOR_A := $(BUILD)/lib/libcutrace_collector.a
 TOOLS_A  := $(BUILD)/lib/libcutrace_tools.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
@@ -54,7 +60,7 @@ REPORT_GEN := $(BUILD)/test/report_trace_gen
 CRAFT_TRACE := $(BUILD)/test/craft_trace
 FUZZ_BINS := $(patsubst test/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test demo install clean sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
+.PHONY: all test demo install clean lint format sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
 .SECONDARY:
 all: $(SHIM_SO) $(CLI_BIN)
 
@@ -66,6 +72,8 @@ $(call obj,$(FORMAT_SRC) $(TOOLS_SRC)): OPT := $(TOOLS_OPT)
 # The shim hides every symbol but the CUDA/NVTX entry points it exports (see shim/exports.map).
 EXTRA_shim        := -fvisibility=hidden
 EXTRA_collector   := -fvisibility=hidden
+EXTRA_runtime     := -fvisibility=hidden
+EXTRA_trace       := -fvisibility=hidden
 EXTRA_nvtx_bridge := -fvisibility=hidden
 # cpp-httplib (`cutrace serve`): Debian builds it as a shared library; its header must be compiled
 # with the library's own feature macros or the classes' layouts differ.
@@ -76,9 +84,15 @@ $(FORMAT_A): $(call obj,$(FORMAT_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# The collector and the runtime it reads, as a library: the shim links the same objects, the unit
+# tests link it to test the collector's parts (op pairing, ranges, stacks, the chunk pool).
+$(COLLECTOR_A): $(call obj,$(COLLECTOR_SRC) $(RUNTIME_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 # Every tools source but main.cpp (and the embedded web assets): the CLI, the unit tests and the
 # fuzz targets link the same objects.
-$(TOOLS_A): $(call obj,$(filter-out tools/main.cpp,$(TOOLS_SRC)) $(WEB_GEN))
+$(TOOLS_A): $(call obj,$(filter-out tools/cmd/main.cpp,$(TOOLS_SRC)) $(WEB_GEN))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -99,7 +113,7 @@ $(WEB_GEN): tools/dev/embed_web.py $(WEB_SRC) $(CHART_JS)
 # The CLI links the shared libcpp-httplib (Debian ships no static one), which uses the shared
 # libstdc++: the CLI does too, so that one C++ runtime serves both (the shim stays static).
 TOOLS_LIBS := $(LZ4_A) $(LIBDIR)/libsqlite3.a $(ELF_A) -lcpp-httplib -lpthread -ldl -lm
-$(CLI_BIN): $(call obj,tools/main.cpp) $(TOOLS_A) $(FORMAT_A)
+$(CLI_BIN): $(call obj,tools/cmd/main.cpp) $(TOOLS_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 
@@ -115,9 +129,8 @@ $(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
 	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(FAKE_CUPTI_SRC)) -Wl,--version-script=test/fake_cupti/exports.map \
 	  -Wl,-soname,libcupti.so -ldl -lpthread
 
-# The unit tests link the tools library, the shim's call-stack capture (collector/stacks.cpp) and
-# the GPU-timing sample schedule (collector/gpu_sample.cpp).
-$(UNIT_BIN): $(call obj,$(UNIT_SRC) collector/stacks.cpp collector/gpu_sample.cpp shim/record_buffer.cpp shim/ticks.cpp) $(TOOLS_A) $(FORMAT_A)
+# The unit tests link the tools library and the collector library.
+$(UNIT_BIN): $(call obj,$(UNIT_SRC)) $(TOOLS_A) $(COLLECTOR_A) $(FORMAT_A)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(TOOLS_LIBS)
 
@@ -167,6 +180,16 @@ test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CR
 	BUILD=$(BUILD) bash test/browser/run.sh report
 	BUILD=$(BUILD) bash test/browser/run.sh serve
 
+# ---- lint: C++ layout (.clang-format; clang-format 14, as Debian 12 ships it) and the web
+# scripts (web/eslint.config.mjs; eslint from web/package-lock.json). Fix with `make format`.
+LINT_CXX = $(shell find shim runtime collector trace nvtx_bridge tools test bench \
+             \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.c' \) -print | sort)
+lint: $(CHART_JS)
+	clang-format --dry-run --Werror $(LINT_CXX)
+	cd web && npx eslint .
+format:
+	clang-format -i $(LINT_CXX)
+
 # ---- sanitizers: the same build and the same tests, under TSan or ASan+UBSan (gcc) -----------
 # test/sanitize/run.sh sets the runtime options, preloads the runtime ahead of the shim in the
 # processes the e2e tests start, and fails if any sanitizer report was written.
@@ -183,7 +206,7 @@ sanitize-tsan sanitize-asan: sanitize-%:
 	bash test/sanitize/run.sh $* build-$*
 
 # ---- libFuzzer targets (clang): test/fuzz/*.cpp -> build-fuzz/fuzz/* ---------------------------
-# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the reader skips block checksums (collector/reader.cpp).
+# FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the reader skips block checksums (trace/reader.cpp).
 FUZZ_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
               -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 fuzz:

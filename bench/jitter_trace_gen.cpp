@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -85,18 +85,18 @@ int main(int argc, char** argv) {
   uint64_t corr = 0, kernels = 0;
   struct Pending {
     int64_t end;
-    fmt::KernelRec k;
+    trace::KernelRec k;
   };
   std::vector<Pending> pending;
   auto flush = [&](int64_t upto) {
     std::stable_sort(pending.begin(), pending.end(),
                      [](const Pending& a, const Pending& b) { return a.end < b.end; });
     size_t n = 0;
-    while (n < pending.size() && pending[n].end <= upto) w.add(pending[n++].k, fmt::RecType::Kernel);
+    while (n < pending.size() && pending[n].end <= upto) w.add(pending[n++].k, trace::RecType::Kernel);
     pending.erase(pending.begin(), pending.begin() + long(n));
   };
   auto api = [&](uint16_t id, uint32_t stream, uint64_t arg) {
-    fmt::ApiRec a{};
+    trace::ApiRec a{};
     a.cpu_begin = cpu;
     a.cpu_end = cpu += uni(800, 2000);
     a.corr = ++corr;
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     a.tid = 4242;
     a.stream = stream;
     a.api = id;
-    w.add(a, fmt::RecType::Api);
+    w.add(a, trace::RecType::Api);
     cpu += uni(500, 1500);
   };
   const double lo = std::log(3000.0), hi = std::log(300000.0);
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   while (kernels < want) {
     for (size_t i = 0; i < step_order.size() && kernels < want; ++i) {
       const Kind& kd = kinds[size_t(step_order[i])];
-      fmt::KernelRec k{};
+      trace::KernelRec k{};
       k.op.corr = ++corr;
       k.op.cpu_begin = cpu;
       k.op.cpu_end = cpu + uni(2000, 5000);
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       k.op.tid = 4242;
       k.op.stream = kd.stream;
       k.op.api = 1;
-      k.op.flags = exact ? 0 : fmt::kOpInferredStart;
+      k.op.flags = exact ? 0 : trace::kOpInferredStart;
       k.name_id = kd.name;
       k.grid[0] = kd.grid + (i % 7 == 0 && (kernels / 300) % 2 ? 1 : 0);  // a second config
       k.grid[1] = k.grid[2] = 1;
@@ -140,30 +140,30 @@ int main(int argc, char** argv) {
       if (i % 20 == 19) flush(cpu - 500000);  // what finished a while ago has been written
     }
     for (int a = 0; a < 4; ++a) {  // allocator churn
-      fmt::MemoryRec m{};
+      trace::MemoryRec m{};
       m.cpu_begin = cpu;
       m.cpu_end = cpu += uni(3000, 8000);
       m.address = 0x7f0000000000ull + uint64_t(uni(0, 255)) * 0x200000;
       m.bytes = a % 2 ? 0 : uint64_t(1) << uni(12, 26);
       m.tid = 4242;
       m.api = 5 + (a % 2);
-      m.op = uint8_t(a % 2 ? fmt::MemOp::Free : fmt::MemOp::Alloc);
-      m.mem_kind = uint8_t(fmt::MemKind::Device);
-      w.add(m, fmt::RecType::Memory);
+      m.op = uint8_t(a % 2 ? trace::MemOp::Free : trace::MemOp::Alloc);
+      m.mem_kind = uint8_t(trace::MemKind::Device);
+      w.add(m, trace::RecType::Memory);
     }
-    fmt::SyncRec s{};  // loss.item()
+    trace::SyncRec s{};  // loss.item()
     s.cpu_begin = cpu;
     s.cpu_end = cpu = *std::max_element(free_at.begin(), free_at.end()) + uni(2000, 6000);
     s.tid = 4242;
     s.stream = 1;
     s.api = 4;
-    s.kind = uint8_t(fmt::SyncKind::Stream);
+    s.kind = uint8_t(trace::SyncKind::Stream);
     s.corr = ++corr;
-    w.add(s, fmt::RecType::Sync);
+    w.add(s, trace::RecType::Sync);
     flush(cpu);
   }
   flush(std::numeric_limits<int64_t>::max());
-  if (!w.close(0, fmt::kEndClean)) {
+  if (!w.close(0, trace::kEndClean)) {
     std::fprintf(stderr, "%s\n", w.error().c_str());
     return 1;
   }

@@ -16,14 +16,14 @@
 #include <random>
 #include <string>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
 namespace {
 
-void fill_op(fmt::OpCommon& op, uint64_t i, int64_t& now, std::mt19937& rng) {
+void fill_op(trace::OpCommon& op, uint64_t i, int64_t& now, std::mt19937& rng) {
   now += 500 + rng() % 3000;
   op.corr = i;
   op.cpu_begin = now;
@@ -51,7 +51,7 @@ bool write_trace(const std::string& path, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) {
     unsigned pick = rng() % 100;
     if (pick < 60) {
-      fmt::KernelRec k{};
+      trace::KernelRec k{};
       fill_op(k.op, i, now, rng);
       k.name_id = names[rng() % 200];
       k.grid[0] = 1 + rng() % 1024;
@@ -59,9 +59,9 @@ bool write_trace(const std::string& path, uint64_t n) {
       k.block[0] = 256;
       k.block[1] = k.block[2] = 1;
       k.regs = 32;
-      w.add(k, fmt::RecType::Kernel);
+      w.add(k, trace::RecType::Kernel);
     } else if (pick < 80) {
-      fmt::ApiRec a{};
+      trace::ApiRec a{};
       now += 300 + rng() % 1000;
       a.cpu_begin = now;
       a.cpu_end = now + 400 + rng() % 800;
@@ -69,33 +69,33 @@ bool write_trace(const std::string& path, uint64_t n) {
       a.arg = 0x7f0000000000ull + (rng() % 64) * 16;
       a.tid = 4242;
       a.api = 20 + rng() % 5;
-      w.add(a, fmt::RecType::Api);
+      w.add(a, trace::RecType::Api);
     } else if (pick < 90) {
-      fmt::MemcpyRec m{};
+      trace::MemcpyRec m{};
       fill_op(m.op, i, now, rng);
       m.bytes = (1 + rng() % 4096) * 4096;
       m.copy_kind = uint8_t(1 + rng() % 3);
-      w.add(m, fmt::RecType::Memcpy);
+      w.add(m, trace::RecType::Memcpy);
     } else if (pick < 95) {
-      fmt::SyncRec s{};
+      trace::SyncRec s{};
       now += 1000 + rng() % 100000;
       s.cpu_begin = now;
       s.cpu_end = now + rng() % 1000000;
       s.kind = uint8_t(1 + rng() % 3);
       s.corr = i;
-      w.add(s, fmt::RecType::Sync);
+      w.add(s, trace::RecType::Sync);
     } else {
-      fmt::MemoryRec m{};
+      trace::MemoryRec m{};
       now += 1000;
       m.cpu_begin = now;
       m.cpu_end = now + 5000;
       m.address = 0x7f0000000000ull + (rng() % 100000) * 512;
       m.bytes = 512 * (1 + rng() % 1000);
       m.op = uint8_t(1 + rng() % 2);
-      w.add(m, fmt::RecType::Memory);
+      w.add(m, trace::RecType::Memory);
     }
   }
-  return w.close(0, fmt::kEndClean);
+  return w.close(0, trace::kEndClean);
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   uint64_t kernels = 0, bytes = 0;
   r.read([&](const Record& rec) {
     bytes += rec.size();
-    if (rec.type() == fmt::RecType::Kernel) kernels += rec.as<fmt::KernelRec>().op.gpu_end != 0;
+    if (rec.type() == trace::RecType::Kernel) kernels += rec.as<trace::KernelRec>().op.gpu_end != 0;
   });
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ReadStatus& st = r.status();

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -47,11 +47,11 @@ int main(int argc, char** argv) {
                         "cuEventRecord",   "cuStreamWaitEvent", "cuStreamSynchronize", "cuEventQuery",
                         "cuMemAlloc",      "cuMemFree"};
   for (uint16_t i = 0; i < 10; ++i) w.api_name(i + 1, apis[i]);
-  fmt::DeviceRec dev{};
+  trace::DeviceRec dev{};
   dev.name_id = w.intern("NVIDIA H200");
   dev.cc_major = 9;
   dev.sm_count = 132;
-  w.add(dev, fmt::RecType::Device);
+  w.add(dev, trace::RecType::Device);
   std::vector<uint32_t> names;
   const char* types[] = {"float", "c10::BFloat16", "c10::Half", "float"};
   for (int k = 0; k < 120; ++k) {
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     while (n < pending.size() && pending[n].end <= upto) w.append(pending[n++].rec.data()), ++records;
     pending.erase(pending.begin(), pending.begin() + long(n));
   };
-  auto op = [&](fmt::OpCommon& c, uint32_t stream, uint16_t api, int64_t gpu_ns) {
+  auto op = [&](trace::OpCommon& c, uint32_t stream, uint16_t api, int64_t gpu_ns) {
     c.corr = ++corr;
     c.cpu_begin = cpu;
     c.cpu_end = cpu = jitter(cpu + 2000, 3000);
@@ -100,46 +100,46 @@ int main(int argc, char** argv) {
     for (int l = 0; l < 12 && records < want; ++l) {
       int64_t layer_begin = cpu, layer_gpu0 = 0, layer_gpu1 = 0;
       for (int i = 0; i < 120; ++i) {
-        fmt::KernelRec k{};
+        trace::KernelRec k{};
         op(k.op, 1, 1 + (i % 7 == 0), jitter(2000, i % 10 == 0 ? 200000 : 30000));
         k.name_id = names[(l * 7 + i) % names.size()];
         k.grid[0] = 1024;
         k.grid[1] = k.grid[2] = k.block[1] = k.block[2] = 1;
         k.block[0] = 256;
-        k.h.type = uint16_t(fmt::RecType::Kernel);
+        k.h.type = uint16_t(trace::RecType::Kernel);
         k.h.size = sizeof k;
         queue(&k, sizeof k, k.op.gpu_end);
         if (!layer_gpu0) layer_gpu0 = k.op.gpu_start;
         layer_gpu1 = k.op.gpu_end;
         if (i % 20 == 0) {
-          fmt::MemsetRec m{};
+          trace::MemsetRec m{};
           op(m.op, 1, 4, jitter(800, 400));
-          m.op.flags = fmt::kOpAsync;
+          m.op.flags = trace::kOpAsync;
           m.bytes = 4096;
-          m.h.type = uint16_t(fmt::RecType::Memset);
+          m.h.type = uint16_t(trace::RecType::Memset);
           m.h.size = sizeof m;
           queue(&m, sizeof m, m.op.gpu_end);
         }
         if (i % 12 == 0) {
-          fmt::ApiRec a{};
+          trace::ApiRec a{};
           a.cpu_begin = cpu;
           a.cpu_end = cpu = jitter(cpu + 800, 600);
           a.corr = ++corr;
           a.api = 5 + (i % 24 == 0);
           a.stream = 1;
-          a.h.type = uint16_t(fmt::RecType::Api);
+          a.h.type = uint16_t(trace::RecType::Api);
           a.h.size = sizeof a;
           w.append(&a);
           ++records;
         }
       }
-      fmt::KernelRec c{};  // a gradient bucket's all-reduce, overlapping the next layer
+      trace::KernelRec c{};  // a gradient bucket's all-reduce, overlapping the next layer
       op(c.op, 2, 2, jitter(100000, 100000));
       c.name_id = nccl;
-      c.h.type = uint16_t(fmt::RecType::Kernel);
+      c.h.type = uint16_t(trace::RecType::Kernel);
       c.h.size = sizeof c;
       queue(&c, sizeof c, c.op.gpu_end);
-      fmt::RangeRec g{};
+      trace::RangeRec g{};
       g.cpu_begin = layer_begin;
       g.cpu_end = cpu;
       g.gpu_start = layer_gpu0;
@@ -149,78 +149,78 @@ int main(int argc, char** argv) {
       g.name_id = layers[size_t(l)];
       g.gpu_ops = 120;
       g.depth = 1;
-      g.kind = uint8_t(fmt::RangeKind::PushPop);
-      g.source = uint8_t(fmt::RangeSource::Nvtx);
-      g.h.type = uint16_t(fmt::RecType::Range);
+      g.kind = uint8_t(trace::RangeKind::PushPop);
+      g.source = uint8_t(trace::RangeSource::Nvtx);
+      g.h.type = uint16_t(trace::RecType::Range);
       g.h.size = sizeof g;
       queue(&g, sizeof g, layer_gpu1);
       flush(cpu - 200000);  // what completed a while ago has been written by now
     }
-    fmt::MemcpyRec m{};  // next batch
+    trace::MemcpyRec m{};  // next batch
     op(m.op, 3, 3, jitter(50000, 10000));
-    m.op.flags = fmt::kOpAsync;
+    m.op.flags = trace::kOpAsync;
     m.bytes = 8 << 20;
-    m.copy_kind = uint8_t(fmt::CopyKind::HtoD);
-    m.h.type = uint16_t(fmt::RecType::Memcpy);
+    m.copy_kind = uint8_t(trace::CopyKind::HtoD);
+    m.h.type = uint16_t(trace::RecType::Memcpy);
     m.h.size = sizeof m;
     queue(&m, sizeof m, m.op.gpu_end);
     for (int a = 0; a < 4; ++a) {  // allocator churn
-      fmt::MemoryRec r{};
+      trace::MemoryRec r{};
       r.cpu_begin = cpu;
       r.cpu_end = cpu = jitter(cpu + 3000, 5000);
       r.address = 0x7f0000000000ull + uint64_t(a) * 4096;
       r.bytes = 1 << 20;
       r.api = 9 + (a % 2);
-      r.op = uint8_t(a % 2 ? fmt::MemOp::Free : fmt::MemOp::Alloc);
-      r.h.type = uint16_t(fmt::RecType::Memory);
+      r.op = uint8_t(a % 2 ? trace::MemOp::Free : trace::MemOp::Alloc);
+      r.h.type = uint16_t(trace::RecType::Memory);
       r.h.size = sizeof r;
       w.append(&r);
       ++records;
     }
-    fmt::SyncRec s{};  // loss.item()
+    trace::SyncRec s{};  // loss.item()
     s.cpu_begin = cpu;
     s.cpu_end = cpu = std::max(cpu, std::max(gpu_free[1], gpu_free[2])) + 3000;
-    s.kind = uint8_t(fmt::SyncKind::Stream);
+    s.kind = uint8_t(trace::SyncKind::Stream);
     s.api = 7;
     s.stream = 1;
     s.corr = ++corr;
-    s.h.type = uint16_t(fmt::RecType::Sync);
+    s.h.type = uint16_t(trace::RecType::Sync);
     s.h.size = sizeof s;
     w.append(&s);
     ++records;
     flush(cpu);
-    fmt::RangeRec g{};
+    trace::RangeRec g{};
     g.cpu_begin = step_begin;
     g.cpu_end = cpu;
     g.id = ++corr;
     g.tid = g.end_tid = 100;
     g.name_id = w.intern("step_" + std::to_string(step++));
-    g.kind = uint8_t(fmt::RangeKind::PushPop);
-    g.source = uint8_t(fmt::RangeSource::Nvtx);
-    g.h.type = uint16_t(fmt::RecType::Range);
+    g.kind = uint8_t(trace::RangeKind::PushPop);
+    g.source = uint8_t(trace::RangeSource::Nvtx);
+    g.h.type = uint16_t(trace::RecType::Range);
     g.h.size = sizeof g;
     w.append(&g);
     ++records;
     while (next_sample < cpu) {
-      fmt::CpuSampleRec c{};
+      trace::CpuSampleRec c{};
       c.ts = next_sample;
       c.ncores = 2;
       c.total_util = uint16_t(jitter(3000, 2000));
       c.process_util = uint32_t(jitter(9000, 2000));
       uint16_t cores[2] = {c.total_util, c.total_util};
-      c.h.type = uint16_t(fmt::RecType::CpuSample);
+      c.h.type = uint16_t(trace::RecType::CpuSample);
       w.append_var(&c, sizeof c, cores, sizeof cores);
-      fmt::GpuSampleRec gs{};
+      trace::GpuSampleRec gs{};
       gs.ts = next_sample;
       gs.util = uint16_t(jitter(60, 40));
       gs.power_mw = 400000;
-      w.add(gs, fmt::RecType::GpuSample);
+      w.add(gs, trace::RecType::GpuSample);
       records += 2;
       next_sample += 100000000;
     }
   }
   flush(std::numeric_limits<int64_t>::max());
-  if (!w.close(0, fmt::kEndClean)) {
+  if (!w.close(0, trace::kEndClean)) {
     std::fprintf(stderr, "%s\n", w.error().c_str());
     return 1;
   }

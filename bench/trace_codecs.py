@@ -20,7 +20,7 @@ the file, plus the remaining low bits raw ("time columns, modelled").
 
 Block headers (24 bytes each) and the file header are added to every figure, so "lz4 block" is
 the file's size. Needs the runtime libraries liblz4.so.1 and libzstd.so.1 (Debian: liblz4-1,
-libzstd1) and nothing else; the column layout is read as collector/codec.cpp writes it.
+libzstd1) and nothing else; the column layout is read as trace/codec.cpp writes it.
 """
 import argparse
 import ctypes

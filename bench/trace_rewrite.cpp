@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -33,11 +33,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }
-  fmt::EndRec end{};
+  trace::EndRec end{};
   bool has_end = false;
   r.read([&](const Record& rec) {
-    if (rec.type() == fmt::RecType::End) {
-      end = rec.as<fmt::EndRec>();
+    if (rec.type() == trace::RecType::End) {
+      end = rec.as<trace::EndRec>();
       has_end = true;
     } else {
       w.append(rec.data());

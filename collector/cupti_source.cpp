@@ -8,10 +8,10 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-#include "collector/format.h"
-#include "shim/config.h"
-#include "shim/driver.h"
-#include "shim/ticks.h"
+#include "trace/format.h"
+#include "runtime/config.h"
+#include "runtime/driver.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 
@@ -88,32 +88,32 @@ bool add_span(uint32_t cupti_corr, uint64_t start, uint64_t end) {
   return true;
 }
 
-fmt::MemKind mem_kind(uint32_t cupti_kind) {
+trace::MemKind mem_kind(uint32_t cupti_kind) {
   switch (cupti_kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return fmt::MemKind::Pageable;
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return fmt::MemKind::Pinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return trace::MemKind::Pageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return trace::MemKind::Pinned;
     case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
-    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return fmt::MemKind::Device;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return trace::MemKind::Device;
     case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
-    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return fmt::MemKind::Managed;
-    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return fmt::MemKind::Array;
-    default: return fmt::MemKind::Unknown;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return trace::MemKind::Managed;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return trace::MemKind::Array;
+    default: return trace::MemKind::Unknown;
   }
 }
 
-fmt::CopyKind copy_kind(uint32_t cupti_kind) {
+trace::CopyKind copy_kind(uint32_t cupti_kind) {
   switch (cupti_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return fmt::CopyKind::HtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return trace::CopyKind::HtoD;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return fmt::CopyKind::DtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return trace::CopyKind::DtoH;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return fmt::CopyKind::DtoD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return fmt::CopyKind::HtoH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return fmt::CopyKind::PtoP;
-    default: return fmt::CopyKind::Unknown;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return trace::CopyKind::DtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return trace::CopyKind::HtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return trace::CopyKind::PtoP;
+    default: return trace::CopyKind::Unknown;
   }
 }
 
@@ -201,11 +201,9 @@ uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRAC
 int64_t g_switch_ns = 0;   // time spent switching
 
 // The driver callbacks, once on, stay on until the last window: only the activity kinds are
-// switched per window. On the H200, turning callbacks off while an app thread was inside a traced
-// driver call broke that thread for good: its later calls got no callback (no correlation id) and their
-// kernels' records came under stale ids, which merged into spans of tens of ms (GPT small with
-// --gpu-sample 0.2: the autograd thread's 2,381 operations without GPU times from its first
-// window on). No thread can be kept out of the driver while they go off, so they never do.
+// switched per window. Turning callbacks off while an app thread is inside a traced driver call
+// leaves that thread without callbacks for good (its kernels then come under stale correlation
+// ids), and no thread can be kept out of the driver meanwhile (BENCHMARKS.md, CUPTI).
 bool g_callbacks_on = false;
 // The window that closed was the last one (cupti_window(false, true)): CUPTI detaches with the
 // collection. A thread stranded by that no longer matters: nothing of it is timed again.
@@ -223,15 +221,11 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, cons
 
 // CUPTI set up for this process: subscriber, timestamp and buffer callbacks. cupti_start() sets it
 // up to check that it works, then detaches it (cuptiFinalize); the first window sets it up again.
-// Once its activity kinds have been on, CUPTI makes every later kernel launch cost more even with
-// them off: about 1 us on the H200 (bench/gpu/launch_ab.py, a launch loop in one process: medians
-// +0.64..+1.02 us on a 3.5-4.5 us launch after a window; before the detach after the start-up
-// check, the same cost came before any window: +1.46 us per launch against no cutrace, +0.14 us
-// after it, within the runs' spread). The detach is not repeated after each window: cuptiFinalize
+// Once its activity kinds have been on, CUPTI adds to every later kernel launch even with them off
+// (about 1 us on the H200, BENCHMARKS.md): the detach after the start-up check keeps that cost out
+// of the time before the first window. It is not repeated after each window, since cuptiFinalize
 // while another thread is inside a driver call strands that thread as switching the callbacks off
-// does (tried on the H200: GPT small with --gpu-sample 0.2 lost 12,650 operations' GPU times), and
-// there it did not remove the cost either (+0.85..+1.11 us on the launch loop). After the last
-// window it is (set_collecting): nothing is timed again.
+// does; after the last window it is (set_collecting): nothing is timed again.
 bool attach() {
   Api& a = g_api;
   bool ok = a.register_timestamp(&timestamp) == CUPTI_SUCCESS &&
@@ -417,8 +411,7 @@ void cupti_flush(bool forced) {
   int64_t before = mono_ns();
   // The default flush hands over only buffers whose records are all complete (need not be full);
   // a forced one also hands over records of work still in flight, with their timestamps 0 and
-  // lost for good (on the H200, 55,552 of 143,895 kernels of a GPU-bound GPT run, when the
-  // periodic flush was forced). Forced only at the end, after the wait for the GPU. Before the
+  // lost for good. Forced only at the end, after the wait for the GPU. Before the
   // first window CUPTI is detached and left so (any call of it would set it up again).
   // Under the window lock: never beside the detach after the last window (cuptiFinalize).
   {

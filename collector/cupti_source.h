@@ -45,7 +45,7 @@ struct CuptiGraphNode {
   uint32_t dyn_smem = 0, static_smem = 0;
   uint16_t regs = 0;
   uint64_t bytes = 0;                                // copies and sets
-  uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // fmt::CopyKind, fmt::MemKind (sets: dst_kind)
+  uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // trace::CopyKind, trace::MemKind (sets: dst_kind)
   uint32_t value = 0;                                // sets
 };
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final. `graph`:

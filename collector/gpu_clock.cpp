@@ -2,8 +2,8 @@
 #include <cmath>
 #include <cstdint>
 #include <utility>
-#include "shim/driver.h"
-#include "shim/ticks.h"
+#include "runtime/driver.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 

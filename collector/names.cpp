@@ -2,7 +2,7 @@
 #include <cxxabi.h>
 #include <cstdlib>
 #include <string>
-#include "shim/driver.h"
+#include "runtime/driver.h"
 
 namespace cutrace {
 

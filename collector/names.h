@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <unordered_map>
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include "collector/cupti_source.h"
 #include "collector/names.h"
-#include "shim/driver.h"
-#include "shim/ticks.h"
+#include "runtime/driver.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 
@@ -15,10 +15,10 @@ uint32_t OpResolver::stream_id(CUstream handle, CUcontext ctx, uint32_t tid, boo
   if (h == 0) h = reinterpret_cast<uint64_t>(CU_STREAM_LEGACY);
   if (h == reinterpret_cast<uint64_t>(CU_STREAM_LEGACY)) {
     key = {h, reinterpret_cast<uint64_t>(ctx), 0};
-    flags = fmt::kStreamLegacyDefault;
+    flags = trace::kStreamLegacyDefault;
   } else if (h == reinterpret_cast<uint64_t>(CU_STREAM_PER_THREAD)) {
     key = {h, reinterpret_cast<uint64_t>(ctx), tid};
-    flags = fmt::kStreamPerThreadDefault;
+    flags = trace::kStreamPerThreadDefault;
   } else {
     key = {h, 0, 0};
   }
@@ -29,12 +29,12 @@ uint32_t OpResolver::stream_id(CUstream handle, CUcontext ctx, uint32_t tid, boo
   s->ctx = ctx;
   streams_.push_back(s);
   by_key_.emplace(key, s);
-  fmt::StreamRec r{};
+  trace::StreamRec r{};
   r.stream = s->id;
   r.device = device;
   r.flags = flags;
   r.handle = h;
-  w_.add(r, fmt::RecType::Stream);
+  w_.add(r, trace::RecType::Stream);
   return s->id;
 }
 
@@ -48,7 +48,7 @@ void OpResolver::add(PendingOp&& op) {
   }
   s.last_seq = op.seq;
   op.after_not_sampled = s.last_not_sampled;
-  s.last_not_sampled = (op.op().flags & fmt::kOpNotSampled) != 0;
+  s.last_not_sampled = (op.op().flags & trace::kOpNotSampled) != 0;
   if (op.cupti && op.cupti_corr && op.op().cpu_end >= s.last_cupti_end)
     s.last_cupti_corr = op.cupti_corr, s.last_cupti_end = op.op().cpu_end;
   // Nothing to wait for and nothing before it on its stream: written now, never queued.
@@ -133,7 +133,7 @@ bool OpResolver::resolve(PendingOp& op) {
     // A call CUPTI gave no correlation id (no callback for it) gets no activity record either:
     // nothing to wait for (written without GPU time, counted by write()).
     if (op.cupti_corr == 0) return true;
-    const bool graph = op.type == fmt::RecType::Kernel && op.rec.kernel.kind == uint8_t(fmt::KernelKind::Graph);
+    const bool graph = op.type == trace::RecType::Kernel && op.rec.kernel.kind == uint8_t(trace::KernelKind::Graph);
     if (cupti_take(op.cupti_corr, &op.start_ns, &op.end_ns, graph ? &op.graph_nodes : nullptr)) return true;
     return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
   }
@@ -146,7 +146,7 @@ bool OpResolver::resolve(PendingOp& op) {
     if (e != ends_.end()) op.dep_end = std::max(op.dep_end, e->second);
     else if (wanted_.count(op.dep_seq)) return false;  // the op it waits for is not resolved yet
   }
-  fmt::OpCommon& c = op.op();
+  trace::OpCommon& c = op.op();
   op.end_ns = q == CUDA_SUCCESS ? clock_.to_host(*op.gctx, op.ev_end, c.cpu_end) : 0;
   if (op.end_ns && op.ev_start) op.start_ns = clock_.to_host(*op.gctx, op.ev_start, c.cpu_begin);
   return true;
@@ -155,8 +155,8 @@ bool OpResolver::resolve(PendingOp& op) {
 // Start = measured start (exact mode) or the host submission time, and never before the end of
 // the previous operation on the stream or of the operation the stream waited for.
 void OpResolver::finalize(Stream& s, PendingOp& op) {
-  if (!op.end_ns) return write(s, op, 0, 0, fmt::kOpNoGpuTime);
-  const fmt::OpCommon& c = op.op();
+  if (!op.end_ns) return write(s, op, 0, 0, trace::kOpNoGpuTime);
+  const trace::OpCommon& c = op.op();
   uint16_t flags = 0;
   int64_t start = op.start_ns;
   if (op.cupti) return write(s, op, op.start_ns, op.end_ns, 0);  // measured by CUPTI
@@ -165,7 +165,7 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
     // with it. Written without GPU time, as if outside the window; its end still bounds the next.
     op.timed = false;
     int64_t end = op.end_ns;
-    write(s, op, 0, 0, fmt::kOpNoGpuTime | fmt::kOpNotSampled);
+    write(s, op, 0, 0, trace::kOpNoGpuTime | trace::kOpNotSampled);
     s.last_end = std::max(s.last_end, end);
     return;
   }
@@ -173,7 +173,7 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
     // Work starts after its submission: the call's return for async work, unless the work
     // was already done by then (a long call), and the call's entry for blocking work.
     start = (op.blocking || c.cpu_end >= op.end_ns) ? c.cpu_begin : c.cpu_end;
-    flags = fmt::kOpInferredStart;
+    flags = trace::kOpInferredStart;
   }
   start = std::max({start, s.last_end, op.dep_end});
   if (start > op.end_ns) start = op.end_ns;
@@ -181,17 +181,17 @@ void OpResolver::finalize(Stream& s, PendingOp& op) {
 }
 
 void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uint16_t flags) {
-  fmt::OpCommon& c = op.op();
+  trace::OpCommon& c = op.op();
   if (op.timed && !end) ++missing_;
   if (op.cupti && op.cupti_corr == s.last_cupti_corr) s.last_cupti_corr = 0;  // its span is taken
   c.gpu_start = start;
   c.gpu_end = end;
-  if (end && !op.graph_nodes.empty()) flags |= fmt::kOpGraphNodes;
+  if (end && !op.graph_nodes.empty()) flags |= trace::kOpGraphNodes;
   c.flags |= flags;
   if (end > s.last_end) s.last_end = end;  // never backwards: a late record cannot reorder the past
   if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
   w_.append(&op.rec);
-  if (c.flags & fmt::kOpGraphNodes) write_graph_nodes(op);
+  if (c.flags & trace::kOpGraphNodes) write_graph_nodes(op);
   if (!op.ranges.empty()) ranges_.op_done(op.ranges, start, end);
   release_events(op);
 }
@@ -199,14 +199,14 @@ void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uin
 // The operations of a graph replay, after its Graph record: each with the launch's OpCommon (flag
 // GraphNode instead of GraphNodes) and its own GPU span, name or bytes.
 void OpResolver::write_graph_nodes(PendingOp& op) {
-  fmt::OpCommon c = op.rec.kernel.op;
-  c.flags = uint16_t((c.flags & ~fmt::kOpGraphNodes) | fmt::kOpGraphNode);
+  trace::OpCommon c = op.rec.kernel.op;
+  c.flags = uint16_t((c.flags & ~trace::kOpGraphNodes) | trace::kOpGraphNode);
   for (const CuptiGraphNode& g : op.graph_nodes) {
     c.gpu_start = g.start, c.gpu_end = g.end;
     if (g.type == CuptiGraphNode::Kernel) {
-      fmt::KernelRec k = op.rec.kernel;
+      trace::KernelRec k = op.rec.kernel;
       k.op = c;
-      k.kind = uint8_t(fmt::KernelKind::Kernel);
+      k.kind = uint8_t(trace::KernelKind::Kernel);
       auto it = graph_kernel_names_.find(g.name);
       if (it == graph_kernel_names_.end())
         it = graph_kernel_names_
@@ -218,18 +218,18 @@ void OpResolver::write_graph_nodes(PendingOp& op) {
       k.dyn_smem = g.dyn_smem, k.static_smem = g.static_smem, k.regs = g.regs;
       w_.append(&k);
     } else if (g.type == CuptiGraphNode::Memcpy) {
-      fmt::MemcpyRec m{};
+      trace::MemcpyRec m{};
       m.op = c;
-      m.op.flags |= fmt::kOpAsync;
+      m.op.flags |= trace::kOpAsync;
       m.bytes = g.bytes, m.copy_kind = g.copy_kind, m.src_kind = g.src_kind, m.dst_kind = g.dst_kind;
       m.src_device = m.dst_device = c.device;
-      w_.add(m, fmt::RecType::Memcpy);
+      w_.add(m, trace::RecType::Memcpy);
     } else {
-      fmt::MemsetRec m{};
+      trace::MemsetRec m{};
       m.op = c;
-      m.op.flags |= fmt::kOpAsync;
+      m.op.flags |= trace::kOpAsync;
       m.bytes = g.bytes, m.value = g.value, m.element_size = 0;  // CUPTI does not say
-      w_.add(m, fmt::RecType::Memset);
+      w_.add(m, trace::RecType::Memset);
     }
   }
   op.graph_nodes.clear();
@@ -247,7 +247,7 @@ void OpResolver::abandon(CUcontext ctx) {
       // A CUPTI op whose record is here keeps it (it may wait behind one whose record never
       // came); anything else is written without GPU time (its context's events may be gone).
       if (op.cupti && resolve(op)) finalize(*s, op);
-      else write(*s, op, 0, 0, fmt::kOpNoGpuTime);
+      else write(*s, op, 0, 0, trace::kOpNoGpuTime);
       --pending_;
     }
     s->q.clear();

@@ -12,24 +12,24 @@
 #include <unordered_set>
 #include <vector>
 #include "collector/cupti_source.h"
-#include "collector/format.h"
+#include "trace/format.h"
 #include "collector/gpu_clock.h"
 #include "collector/ranges.h"
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 
 struct ThreadState;
 
 union OpRecord {
-  fmt::KernelRec kernel;
-  fmt::MemcpyRec copy;
-  fmt::MemsetRec set;
+  trace::KernelRec kernel;
+  trace::MemcpyRec copy;
+  trace::MemsetRec set;
 };
 
 struct PendingOp {
   OpRecord rec;              // complete but for gpu_start/gpu_end/flags
-  fmt::RecType type;
+  trace::RecType type;
   CUevent ev_start = nullptr, ev_end = nullptr;
   CUcontext ctx = nullptr;
   GpuClock::Ctx* gctx = nullptr;
@@ -48,8 +48,8 @@ struct PendingOp {
   int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
   std::vector<OpenRange*> ranges;  // annotations open when it was launched (GPU projection)
   std::vector<CuptiGraphNode> graph_nodes;  // a graph launch's replay, from CUPTI
-  fmt::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
-  const fmt::OpCommon& op() const { return rec.kernel.op; }
+  trace::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
+  const trace::OpCommon& op() const { return rec.kernel.op; }
 };
 
 class OpResolver {

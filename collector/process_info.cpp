@@ -6,8 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include "shim/driver.h"
-#include "shim/ticks.h"
+#include "runtime/driver.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 
@@ -113,7 +113,7 @@ void write_devices(TraceWriter& w) {
   int n = 0;
   if (!d.cuDeviceGetCount || d.cuDeviceGetCount(&n) != CUDA_SUCCESS || !d.cuDeviceGetAttribute) return;
   for (int dev = 0; dev < n; ++dev) {
-    fmt::DeviceRec r{};
+    trace::DeviceRec r{};
     r.device = uint16_t(dev);
     char name[256] = {};
     if (d.cuDeviceGetName) d.cuDeviceGetName(name, sizeof name - 1, dev);
@@ -127,7 +127,7 @@ void write_devices(TraceWriter& w) {
     if (d.cuDeviceTotalMem && d.cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS) r.total_mem = mem;
     CUuuid uuid{};
     if (d.cuDeviceGetUuid && d.cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) memcpy(r.uuid, uuid.bytes, 16);
-    w.add(r, fmt::RecType::Device);
+    w.add(r, trace::RecType::Device);
   }
 }
 

@@ -1,7 +1,7 @@
 // What the file header says about the process: host, pid, command line, launcher rank.
 #pragma once
 #include <string>
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 

@@ -2,11 +2,11 @@
 
 namespace cutrace {
 
-OpenRange* RangeTracker::open(uint32_t tid, int64_t ts, const Attrs& a, fmt::RangeKind kind, uint64_t id) {
+OpenRange* RangeTracker::open(uint32_t tid, int64_t ts, const Attrs& a, trace::RangeKind kind, uint64_t id) {
   auto* r = new OpenRange();
-  fmt::RangeRec& x = r->rec;
-  x = fmt::RangeRec{};
-  x.h = {uint16_t(fmt::RecType::Range), uint16_t(sizeof x)};
+  trace::RangeRec& x = r->rec;
+  x = trace::RangeRec{};
+  x.h = {uint16_t(trace::RecType::Range), uint16_t(sizeof x)};
   x.cpu_begin = ts, x.id = id, x.tid = tid, x.name_id = a.name_id, x.domain_id = a.domain_id;
   x.category = a.category, x.color = a.color, x.kind = uint8_t(kind), x.source = a.source;
   return r;
@@ -18,7 +18,7 @@ void RangeTracker::push(uint32_t tid, int64_t ts, const Attrs& a, uint32_t level
   for (DomainStack& d : stacks)
     if (d.domain_id == a.domain_id) st = &d;
   if (!st) st = &stacks.emplace_back(DomainStack{a.domain_id, {}});
-  OpenRange* r = open(tid, ts, a, fmt::RangeKind::PushPop, next_id_++);
+  OpenRange* r = open(tid, ts, a, trace::RangeKind::PushPop, next_id_++);
   r->rec.depth = uint16_t(level > 0xFFFF ? 0xFFFF : level);
   r->level = level;
   st->open.push_back(r);
@@ -44,7 +44,7 @@ void RangeTracker::pop(uint32_t tid, uint32_t domain_id, int64_t ts, uint32_t le
 }
 
 void RangeTracker::start(uint64_t id, uint32_t tid, int64_t ts, const Attrs& a) {
-  started_[id] = open(tid, ts, a, fmt::RangeKind::StartEnd, id);
+  started_[id] = open(tid, ts, a, trace::RangeKind::StartEnd, id);
 }
 
 void RangeTracker::end(uint64_t id, uint32_t tid, int64_t ts) {
@@ -64,7 +64,7 @@ void RangeTracker::close(OpenRange* r, uint32_t tid, int64_t ts) {
 
 void RangeTracker::close_open(OpenRange* r, int64_t end_ts) {
   r->rec.cpu_end = end_ts > r->rec.cpu_begin ? end_ts : r->rec.cpu_begin;
-  r->rec.kind |= fmt::kRangeOpen;
+  r->rec.kind |= trace::kRangeOpen;
   r->closed = true;
   maybe_write(r);
 }
@@ -83,7 +83,7 @@ void RangeTracker::attach(uint32_t tid, std::vector<OpenRange*>* out) {
 
 void RangeTracker::op_done(const std::vector<OpenRange*>& ranges, int64_t gpu_start, int64_t gpu_end) {
   for (OpenRange* r : ranges) {
-    fmt::RangeRec& x = r->rec;
+    trace::RangeRec& x = r->rec;
     if (gpu_end) {
       if (!x.gpu_start || gpu_start < x.gpu_start) x.gpu_start = gpu_start;
       if (gpu_end > x.gpu_end) x.gpu_end = gpu_end;

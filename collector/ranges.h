@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
-#include "collector/format.h"
-#include "collector/writer.h"
+#include "trace/format.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 
 struct OpenRange {
-  fmt::RangeRec rec;
+  trace::RangeRec rec;
   uint32_t pending = 0;  // GPU operations inside whose times are not known yet
   uint32_t level = 0;    // push/pop: depth in its domain on its thread (rec.depth saturates)
   bool closed = false;
@@ -35,12 +35,12 @@ class RangeTracker {
   void attach(uint32_t tid, std::vector<OpenRange*>* out);
   // That operation's GPU times are known (0 = none).
   void op_done(const std::vector<OpenRange*>& ranges, int64_t gpu_start, int64_t gpu_end);
-  // End of capture at `end_ts`: ranges never closed are written open (fmt::kRangeOpen), ending
+  // End of capture at `end_ts`: ranges never closed are written open (trace::kRangeOpen), ending
   // there.
   void finish(int64_t end_ts);
 
  private:
-  OpenRange* open(uint32_t tid, int64_t ts, const Attrs& a, fmt::RangeKind kind, uint64_t id);
+  OpenRange* open(uint32_t tid, int64_t ts, const Attrs& a, trace::RangeKind kind, uint64_t id);
   void close(OpenRange* r, uint32_t tid, int64_t ts);
   void close_open(OpenRange* r, int64_t end_ts);
   struct DomainStack {

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include "shim/config.h"
-#include "shim/driver.h"
+#include "runtime/config.h"
+#include "runtime/driver.h"
 
 namespace cutrace {
 
@@ -64,8 +64,8 @@ void CpuSampler::sample(TraceWriter& w, int64_t now_ns) {
     if (!first && i < prev_.size())
       util[i] = pct100(cores[i].first - prev_[i].busy, cores[i].second - prev_[i].total);
   }
-  fmt::CpuSampleRec r{};
-  r.h.type = uint16_t(fmt::RecType::CpuSample);
+  trace::CpuSampleRec r{};
+  r.h.type = uint16_t(trace::RecType::CpuSample);
   r.ts = now_ns;
   r.ncores = uint16_t(cores.size());
   r.total_util = first ? 0 : pct100(all.first - prev_all_.busy, all.second - prev_all_.total);
@@ -126,7 +126,7 @@ void GpuSampler::sample(TraceWriter& w, int64_t now_ns) {
   for (size_t i = 0; i < handles_.size(); ++i) {
     void* dev = handles_[i];
     if (!dev) continue;
-    fmt::GpuSampleRec r{};
+    trace::GpuSampleRec r{};
     r.ts = now_ns;
     r.device = uint16_t(i);
     Nvml::Util u{};
@@ -137,7 +137,7 @@ void GpuSampler::sample(TraceWriter& w, int64_t now_ns) {
     if (nvml_->clock(dev, /*NVML_CLOCK_SM*/ 1, &v) == 0) r.sm_clock_mhz = v;
     if (nvml_->power(dev, &v) == 0) r.power_mw = v;
     if (nvml_->temp(dev, /*NVML_TEMPERATURE_GPU*/ 0, &v) == 0) r.temp_c = uint16_t(v);
-    w.add(r, fmt::RecType::GpuSample);
+    w.add(r, trace::RecType::GpuSample);
   }
 }
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 

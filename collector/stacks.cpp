@@ -117,13 +117,13 @@ uint32_t ModuleMap::resolve(uint64_t pc, uint64_t* offset) {
     return 0;
   }
   if (!m->written) {
-    fmt::ModuleRec r{};
+    trace::ModuleRec r{};
     r.module = m->id;
     r.path_id = w_.intern(m->m.path);
     r.base = m->m.base;
     r.size = m->m.hi - m->m.lo;
     r.build_id_id = m->m.build_id.empty() ? 0 : w_.intern(m->m.build_id);
-    w_.add(r, fmt::RecType::Module);
+    w_.add(r, trace::RecType::Module);
     m->written = true;
   }
   *offset = pc - m->m.base;
@@ -135,22 +135,22 @@ uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
   key_.assign(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));  // reuses its buffer
   auto hit = by_pcs_.find(key_);
   if (hit != by_pcs_.end()) return hit->second;
-  fmt::StackFrame frames[fmt::kMaxStackFrames];
+  trace::StackFrame frames[trace::kMaxStackFrames];
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t off = 0;
     frames[i].module = modules_.resolve(pcs[i], &off);
     frames[i].offset = off;
   }
   // The same frames may come from other raw PCs (a library unloaded and loaded elsewhere).
-  std::string key(reinterpret_cast<const char*>(frames), n * sizeof(fmt::StackFrame));
+  std::string key(reinterpret_cast<const char*>(frames), n * sizeof(trace::StackFrame));
   auto it = by_frames_.find(key);
   if (it == by_frames_.end()) {
     it = by_frames_.emplace(key, uint32_t(by_frames_.size() + 1)).first;
-    fmt::StackRec s{};
-    s.h.type = uint16_t(fmt::RecType::Stack);
+    trace::StackRec s{};
+    s.h.type = uint16_t(trace::RecType::Stack);
     s.stack = it->second;
     s.depth = uint16_t(n);
-    w_.append_var(&s, sizeof s, frames, n * sizeof(fmt::StackFrame));
+    w_.append_var(&s, sizeof s, frames, n * sizeof(trace::StackFrame));
   }
   // Raw PCs are only valid while the same objects stay loaded at the same addresses.
   by_pcs_.emplace(key_, it->second);

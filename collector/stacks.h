@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-#include "collector/format.h"
-#include "collector/writer.h"
+#include "trace/format.h"
+#include "trace/writer.h"
 
 namespace cutrace {
 
@@ -54,13 +54,13 @@ class StackInterner {
  public:
   explicit StackInterner(TraceWriter& w) : modules_(w), w_(w) {}
   // Interns the innermost-first raw PCs, leading frames in the shim's own code (`skip(pc)`
-  // true) removed and at most fmt::kMaxStackFrames kept. Returns the stack id, 0 if no frame
+  // true) removed and at most trace::kMaxStackFrames kept. Returns the stack id, 0 if no frame
   // is left.
   template <class Skip>
   uint32_t intern(const uint64_t* pcs, uint32_t n, Skip&& skip) {
     uint32_t first = 0;
     while (first < n && skip(pcs[first])) ++first;
-    return intern_frames(pcs + first, std::min<uint32_t>(n - first, fmt::kMaxStackFrames));
+    return intern_frames(pcs + first, std::min<uint32_t>(n - first, trace::kMaxStackFrames));
   }
   uint32_t intern_frames(const uint64_t* pcs, uint32_t n);
   ModuleMap& modules() { return modules_; }

@@ -8,18 +8,18 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include "collector/format.h"
+#include "trace/format.h"
 #include "nvtx_bridge/cutrace_api.h"
 #include "shim/capture.h"
-#include "shim/config.h"
+#include "runtime/config.h"
 #include "shim/op.h"
-#include "shim/thread_state.h"
-#include "shim/ticks.h"
+#include "runtime/thread_state.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 namespace {
 
-using fmt::RangeSource;
+using trace::RangeSource;
 
 // Domains and registered strings are handles we hand out: pointers to stable copies.
 struct Domain {

@@ -10,8 +10,6 @@
 
 namespace cutrace {
 
-Backtrace g_backtrace = Backtrace::Sync;
-
 namespace {
 uint64_t g_shim_lo = 0, g_shim_hi = 0;
 

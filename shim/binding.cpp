@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 #include "collector/collector.h"
-#include "shim/config.h"
-#include "shim/driver.h"
+#include "runtime/config.h"
+#include "runtime/driver.h"
 
 extern "C" {
 extern cutrace::FuncInfo* const __start_cutrace_funcs[] __attribute__((weak, visibility("hidden")));

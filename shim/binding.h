@@ -5,6 +5,7 @@
 // real pointer dlsym or cuGetProcAddress handed out, so a wrapper always calls exactly the
 // function the application would have called.
 #pragma once
+#include "runtime/api_names.h"
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -40,15 +41,15 @@ struct FuncInfo {
   void* (*entry)(int slot);
 };
 
-extern std::atomic<bool> g_capture_on;  // shim/config.h
+extern std::atomic<bool> g_capture_on;  // runtime/config.h
 
 // Implementations that do nothing outside capture windows but call the real function (those
 // made of traced_gpu_op or traced_call alone, shim/op.h: launches, copies, memsets, syncs, event
 // records and queries, stream waits, allocations and frees; not graph captures, which count the
 // captures in progress, nor the control calls, which act outside windows too): their entry
 // points test the window themselves and go straight on, a tail call with the caller's arguments
-// in place (CUTRACE_DIRECT_WHEN_OFF(impl), next to the implementation). About 15 ns per launch less than through the implementation on
-// the H200 (bench/gpu/launch_ab.py, `off-direct`).
+// in place (CUTRACE_DIRECT_WHEN_OFF(impl), next to the implementation): the cheapest way through
+// outside windows (bench/gpu/launch_ab.py, `off-direct`; BENCHMARKS.md).
 template <auto Impl>
 inline constexpr bool kDirectWhenOff = false;
 #define CUTRACE_DIRECT_WHEN_OFF(IMPL) \
@@ -79,9 +80,7 @@ struct Entries<R (*)(A...)> {
 };
 
 // Registry (built lazily from the cutrace_funcs section).
-size_t func_count();
-FuncInfo& func_at(size_t api);
-const char* api_name(uint16_t api);
+FuncInfo& func_at(size_t api);  // func_count(), api_name(): runtime/api_names.h
 void ensure_registry();
 
 // Returns our entry point forwarding to `real` (or `real` itself if it cannot be wrapped).

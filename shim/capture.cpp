@@ -1,13 +1,13 @@
 #include "shim/capture.h"
-#include <fnmatch.h>
 #include <atomic>
 #include <thread>
 #include "collector/collector.h"
 #include "collector/cupti_source.h"
-#include "collector/format.h"
-#include "shim/config.h"
-#include "shim/thread_state.h"
-#include "shim/ticks.h"
+#include "trace/format.h"
+#include "trace/name_pattern.h"
+#include "runtime/config.h"
+#include "runtime/thread_state.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 
@@ -16,7 +16,7 @@ extern GpuTiming g_timing;  // shim/init.cpp; final once the collector has start
 namespace {
 
 // Publishes a window edge through the calling thread's chunks so that it sorts with its records.
-void publish_edge(fmt::WindowEdge edge, const char* reason) {
+void publish_edge(trace::WindowEdge edge, const char* reason) {
   if (t_in_shim) return;
   ThreadState* ts = thread_state();  // starts the collector if needed
   if (!ts) return;
@@ -55,20 +55,20 @@ void capture_begin_from_app(const char* reason) {
   if (!collector_ensure_started()) return;
   if (g_timing == GpuTiming::Cupti) cupti_window(true);  // before the first op of the window
   g_capture_on.store(true, std::memory_order_relaxed);
-  publish_edge(fmt::WindowEdge::Begin, reason);
+  publish_edge(trace::WindowEdge::Begin, reason);
 }
 
 void capture_end_from_app(const char* reason, bool last) {
   if (!g_capture_on.load(std::memory_order_relaxed)) return;
-  publish_edge(fmt::WindowEdge::End, reason);
+  publish_edge(trace::WindowEdge::End, reason);
   g_capture_on.store(false, std::memory_order_seq_cst);
-  while (g_gpu_anchoring.load(std::memory_order_seq_cst)) std::this_thread::yield();  // shim/config.h
+  while (g_gpu_anchoring.load(std::memory_order_seq_cst)) std::this_thread::yield();  // runtime/config.h
   if (g_timing == GpuTiming::Cupti) cupti_window(false, last);
 }
 
 void capture_nvtx_push(const char* name, const void* domain, int depth) {
   const Config& c = config();
-  if (c.capture != CaptureRange::Nvtx || !name || fnmatch(c.nvtx_glob.c_str(), name, 0) != 0) return;
+  if (c.capture != CaptureRange::Nvtx || !name || !trace::name_pattern_match(c.nvtx_glob, name)) return;
   long k = g_matches.fetch_add(1, std::memory_order_relaxed);
   if (wanted_range(c, k) && !g_capture_on.load(std::memory_order_relaxed)) {
     t_window_depth = depth, t_window_domain = domain;

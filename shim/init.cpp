@@ -3,7 +3,8 @@
 #include <pthread.h>
 #include "collector/collector.h"
 #include "shim/backtrace.h"
-#include "shim/config.h"
+#include "runtime/config.h"
+#include "runtime/thread_state.h"
 #include "shim/op.h"
 
 namespace cutrace {
@@ -22,5 +23,10 @@ __attribute__((constructor)) void cutrace_init() {
   pthread_atfork(nullptr, nullptr, after_fork_child);
 }
 }  // namespace
+
+ThreadState* thread_state_slow() {
+  if (t_in_shim || !collector_ensure_started()) return nullptr;
+  return registry_add_current_thread();
+}
 
 }  // namespace cutrace

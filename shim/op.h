@@ -3,14 +3,14 @@
 // syscalls.
 #pragma once
 #include <cuda.h>
-#include "collector/format.h"
+#include "trace/format.h"
 #include "collector/cupti_source.h"
 #include "shim/backtrace.h"
 #include "shim/binding.h"
-#include "shim/config.h"
-#include "shim/driver.h"
-#include "shim/thread_state.h"
-#include "shim/ticks.h"
+#include "runtime/config.h"
+#include "runtime/driver.h"
+#include "runtime/thread_state.h"
+#include "runtime/ticks.h"
 
 namespace cutrace {
 

@@ -4,7 +4,7 @@
 namespace cutrace {
 namespace {
 
-using fmt::KernelKind;
+using trace::KernelKind;
 
 void fill_kernel(RawRecord& r, KernelKind kind, void* f, unsigned gx, unsigned gy, unsigned gz,
                  unsigned bx, unsigned by, unsigned bz, unsigned shm) {

@@ -4,8 +4,8 @@
 namespace cutrace {
 namespace {
 
-using fmt::CopyKind;
-using fmt::MemKind;
+using trace::CopyKind;
+using trace::MemKind;
 
 // Host memory whose pinned/pageable nature the collector determines from the address.
 constexpr uint8_t kHost = uint8_t(MemKind::Unknown);

@@ -5,8 +5,8 @@
 namespace cutrace {
 namespace {
 
-using fmt::MemKind;
-using fmt::MemOp;
+using trace::MemKind;
+using trace::MemOp;
 
 // `bytes` and `addr` are read after the real call (they may come from its outputs).
 template <class PFN, class Bytes, class Addr, class Call>

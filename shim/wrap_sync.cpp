@@ -4,7 +4,7 @@
 namespace cutrace {
 namespace {
 
-using fmt::SyncKind;
+using trace::SyncKind;
 
 // Blocking synchronisations record their call stack (CUTRACE_BACKTRACE sync or all); queries
 // return at once and do not.

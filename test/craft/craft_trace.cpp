@@ -19,7 +19,7 @@
 #include <limits>
 #include <string>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -41,7 +41,7 @@ struct Gen {
   uint32_t stack = 0;  // OpStack for each op when non-zero
 
   uint32_t name(const std::string& n) { return w.intern(evil ? n + kEvil : n); }
-  void op(fmt::OpCommon& o, uint32_t stream, int64_t gpu_ns, fmt::RecType type) {
+  void op(trace::OpCommon& o, uint32_t stream, int64_t gpu_ns, trace::RecType type) {
     o.corr = ++corr;
     o.cpu_begin = t;
     o.cpu_end = t + 3000;
@@ -53,40 +53,40 @@ struct Gen {
     o.stream = stream;
     if (stack) op_stack(o.corr, type);
   }
-  void op_stack(uint64_t c, fmt::RecType type) {
-    fmt::OpStackRec s{};
+  void op_stack(uint64_t c, trace::RecType type) {
+    trace::OpStackRec s{};
     s.corr = c;
     s.stack = stack;
     s.op_type = uint16_t(type);
-    w.add(s, fmt::RecType::OpStack);
+    w.add(s, trace::RecType::OpStack);
   }
   void kernel(uint32_t name_id, uint32_t stream, int64_t gpu_ns) {
-    fmt::KernelRec k{};
-    op(k.op, stream, gpu_ns, fmt::RecType::Kernel);
+    trace::KernelRec k{};
+    op(k.op, stream, gpu_ns, trace::RecType::Kernel);
     k.op.api = kLaunch;
     k.name_id = name_id;
     k.grid[0] = 64, k.grid[1] = k.grid[2] = 1;
     k.block[0] = 128, k.block[1] = k.block[2] = 1;
-    w.add(k, fmt::RecType::Kernel);
+    w.add(k, trace::RecType::Kernel);
   }
   void stream(uint32_t id) {
-    fmt::StreamRec sr{};
+    trace::StreamRec sr{};
     sr.stream = id;
     sr.handle = 0x1000 + id;
-    w.add(sr, fmt::RecType::Stream);
+    w.add(sr, trace::RecType::Stream);
   }
   void module_stack(const std::string& path) {
-    fmt::ModuleRec m{};
+    trace::ModuleRec m{};
     m.module = 1;
     m.path_id = w.intern(path);
     m.base = 0x400000;
     m.size = 0x10000;
-    w.add(m, fmt::RecType::Module);
-    fmt::StackRec s{};
-    s.h.type = uint16_t(fmt::RecType::Stack);
+    w.add(m, trace::RecType::Module);
+    trace::StackRec s{};
+    s.h.type = uint16_t(trace::RecType::Stack);
     s.stack = 1;
     s.depth = 2;
-    fmt::StackFrame frames[2] = {{1, 0x1234}, {1, 0x5678}};
+    trace::StackFrame frames[2] = {{1, 0x1234}, {1, 0x5678}};
     w.append_var(&s, sizeof s, frames, sizeof frames);
     stack = 1;
   }
@@ -102,90 +102,90 @@ struct Gen {
     w.api_name(kSet, "cuMemsetD8Async");
     w.api_name(kSync, "cuStreamSynchronize");
     w.api_name(kAlloc, "cuMemAlloc_v2");
-    fmt::ThreadRec th{};
+    trace::ThreadRec th{};
     th.tid = tid;
     th.name_id = name("python");
-    w.add(th, fmt::RecType::Thread);
-    fmt::DeviceRec d{};
+    w.add(th, trace::RecType::Thread);
+    trace::DeviceRec d{};
     d.name_id = name("NVIDIA H200");
     d.cc_major = 9;
     d.sm_count = 132;
     d.total_mem = 141ull << 30;
-    w.add(d, fmt::RecType::Device);
+    w.add(d, trace::RecType::Device);
     stream(1);
     stream(2);
   }
 
   // The plain job; the range "step_0" spans it all.
   void body() {
-    fmt::WindowRec win{};
+    trace::WindowRec win{};
     win.ts = t;
     win.reason_id = name("process");
-    win.edge = uint8_t(fmt::WindowEdge::Begin);
-    w.add(win, fmt::RecType::Window);
+    win.edge = uint8_t(trace::WindowEdge::Begin);
+    w.add(win, trace::RecType::Window);
     int64_t begin = t;
     uint32_t a = name("k_alpha"), b = name("k_beta");
     for (int i = 0; i < 10; ++i) kernel(i % 2 ? b : a, 1 + uint32_t(i % 2), 20000);
-    fmt::MemcpyRec c{};
-    op(c.op, 1, 8000, fmt::RecType::Memcpy);
+    trace::MemcpyRec c{};
+    op(c.op, 1, 8000, trace::RecType::Memcpy);
     c.op.api = kCopy;
-    c.op.flags = fmt::kOpAsync;
+    c.op.flags = trace::kOpAsync;
     c.bytes = 1 << 20;
-    c.copy_kind = uint8_t(fmt::CopyKind::HtoD);
-    c.src_kind = uint8_t(fmt::MemKind::Pinned);
-    c.dst_kind = uint8_t(fmt::MemKind::Device);
-    w.add(c, fmt::RecType::Memcpy);
-    fmt::MemsetRec m{};
-    op(m.op, 1, 2000, fmt::RecType::Memset);
+    c.copy_kind = uint8_t(trace::CopyKind::HtoD);
+    c.src_kind = uint8_t(trace::MemKind::Pinned);
+    c.dst_kind = uint8_t(trace::MemKind::Device);
+    w.add(c, trace::RecType::Memcpy);
+    trace::MemsetRec m{};
+    op(m.op, 1, 2000, trace::RecType::Memset);
     m.op.api = kSet;
     m.bytes = 1 << 20;
     m.element_size = 1;
-    w.add(m, fmt::RecType::Memset);
-    fmt::SyncRec sy{};
+    w.add(m, trace::RecType::Memset);
+    trace::SyncRec sy{};
     sy.cpu_begin = t;
     sy.cpu_end = gpu_free + 1000;
     sy.tid = tid;
     sy.stream = 1;
     sy.api = kSync;
-    sy.kind = uint8_t(fmt::SyncKind::Stream);
+    sy.kind = uint8_t(trace::SyncKind::Stream);
     sy.corr = ++corr;
-    if (stack) op_stack(sy.corr, fmt::RecType::Sync);
-    w.add(sy, fmt::RecType::Sync);
+    if (stack) op_stack(sy.corr, trace::RecType::Sync);
+    w.add(sy, trace::RecType::Sync);
     t = sy.cpu_end + 1000;
     range(name("step_0"), name("domain"), begin, t);
-    fmt::MarkRec mk{};
+    trace::MarkRec mk{};
     mk.ts = t;
     mk.tid = tid;
     mk.name_id = name("mark");
     mk.domain_id = name("domain");
-    mk.source = uint8_t(fmt::RangeSource::Nvtx);
-    w.add(mk, fmt::RecType::Mark);
-    fmt::CpuSampleRec cs{};
-    cs.h.type = uint16_t(fmt::RecType::CpuSample);
+    mk.source = uint8_t(trace::RangeSource::Nvtx);
+    w.add(mk, trace::RecType::Mark);
+    trace::CpuSampleRec cs{};
+    cs.h.type = uint16_t(trace::RecType::CpuSample);
     cs.ts = t;
     cs.ncores = 2;
     cs.total_util = 5000;
     cs.process_util = 9000;
     uint16_t cores[2] = {5000, 4000};
     w.append_var(&cs, sizeof cs, cores, sizeof cores);
-    fmt::GpuSampleRec gs{};
+    trace::GpuSampleRec gs{};
     gs.ts = t;
     gs.util = 70;
     gs.mem_used = 1ull << 30;
     gs.mem_total = 141ull << 30;
-    w.add(gs, fmt::RecType::GpuSample);
+    w.add(gs, trace::RecType::GpuSample);
   }
   void range(uint32_t name_id, uint32_t domain, int64_t b, int64_t e) {
-    fmt::RangeRec r{};
+    trace::RangeRec r{};
     r.cpu_begin = b;
     r.cpu_end = e;
     r.tid = r.end_tid = tid;
     r.name_id = name_id;
     r.domain_id = domain;
     r.id = 1;
-    r.kind = uint8_t(fmt::RangeKind::PushPop);
-    r.source = uint8_t(fmt::RangeSource::Nvtx);
-    w.add(r, fmt::RecType::Range);
+    r.kind = uint8_t(trace::RangeKind::PushPop);
+    r.source = uint8_t(trace::RangeSource::Nvtx);
+    w.add(r, trace::RecType::Range);
   }
 
   // Records whose every field is at an extreme; only String records are real.
@@ -199,43 +199,43 @@ struct Gen {
     w.meta("world_size", "-1");
     w.meta("gpu_sample", "1e308");
     w.meta("exit_status", "99999999999999999999");
-    fmt::ThreadRec th{};
+    trace::ThreadRec th{};
     th.tid = U32;
     th.name_id = U32;
-    w.add(th, fmt::RecType::Thread);
-    fmt::DeviceRec d{};
+    w.add(th, trace::RecType::Thread);
+    trace::DeviceRec d{};
     d.device = U16;
     d.name_id = U32;
     d.sm_count = U16;
     d.total_mem = U64;
-    w.add(d, fmt::RecType::Device);
-    fmt::StreamRec sr{};
+    w.add(d, trace::RecType::Device);
+    trace::StreamRec sr{};
     sr.stream = U32;
     sr.device = U16;
     sr.handle = U64;
-    w.add(sr, fmt::RecType::Stream);
-    fmt::ModuleRec mo{};
+    w.add(sr, trace::RecType::Stream);
+    trace::ModuleRec mo{};
     mo.module = U32;
     mo.path_id = U32;
     mo.base = U64;
     mo.size = U64;
-    w.add(mo, fmt::RecType::Module);
-    fmt::StackRec st{};
-    st.h.type = uint16_t(fmt::RecType::Stack);
+    w.add(mo, trace::RecType::Module);
+    trace::StackRec st{};
+    st.h.type = uint16_t(trace::RecType::Stack);
     st.stack = U32;
     st.depth = U16;
-    fmt::StackFrame frames[2] = {{U32, U64}, {0, 0}};
+    trace::StackFrame frames[2] = {{U32, U64}, {0, 0}};
     w.append_var(&st, sizeof st, frames, sizeof frames);
     const int64_t times[][4] = {{MIN, MAX, MIN, MAX}, {MAX, MIN, MAX, MIN}, {MIN, MIN, 1, MAX},
                                 {MAX, MAX, MIN, 1}, {1, MAX, MAX, MAX}, {-1, MIN, -1, MIN}};
     for (const auto& tm : times) {
-      auto common = [&](fmt::OpCommon& o) {
+      auto common = [&](trace::OpCommon& o) {
         o.corr = U64 - uint64_t(&tm - times);
         o.cpu_begin = tm[0], o.cpu_end = tm[1], o.gpu_start = tm[2], o.gpu_end = tm[3];
         o.tid = U32, o.stream = U32 - uint32_t(&tm - times), o.device = U16, o.api = U16;
         o.result = std::numeric_limits<int32_t>::min();
       };
-      fmt::KernelRec k{};
+      trace::KernelRec k{};
       common(k.op);
       k.name_id = U32 - uint32_t(&tm - times);
       k.grid[0] = k.grid[1] = k.grid[2] = U32;
@@ -243,77 +243,77 @@ struct Gen {
       k.dyn_smem = k.static_smem = U32;
       k.regs = U16;
       k.graph_id = U32;
-      w.add(k, fmt::RecType::Kernel);
-      fmt::MemcpyRec c{};
+      w.add(k, trace::RecType::Kernel);
+      trace::MemcpyRec c{};
       common(c.op);
       c.bytes = U64;
       c.copy_kind = c.src_kind = c.dst_kind = 0xFF;
       c.src_device = c.dst_device = U16;
-      w.add(c, fmt::RecType::Memcpy);
-      fmt::MemsetRec m{};
+      w.add(c, trace::RecType::Memcpy);
+      trace::MemsetRec m{};
       common(m.op);
       m.bytes = U64;
-      w.add(m, fmt::RecType::Memset);
-      fmt::SyncRec sy{};
+      w.add(m, trace::RecType::Memset);
+      trace::SyncRec sy{};
       sy.cpu_begin = tm[0], sy.cpu_end = tm[1];
       sy.tid = U32, sy.stream = U32, sy.device = U16, sy.api = U16, sy.kind = 0xFF, sy.corr = U64;
-      w.add(sy, fmt::RecType::Sync);
-      sy.kind = uint8_t(fmt::SyncKind::Stream);
-      w.add(sy, fmt::RecType::Sync);
-      fmt::OpStackRec os{};
+      w.add(sy, trace::RecType::Sync);
+      sy.kind = uint8_t(trace::SyncKind::Stream);
+      w.add(sy, trace::RecType::Sync);
+      trace::OpStackRec os{};
       os.corr = U64;
       os.stack = U32;
       os.op_type = U16;
-      w.add(os, fmt::RecType::OpStack);
-      fmt::MemoryRec me{};
+      w.add(os, trace::RecType::OpStack);
+      trace::MemoryRec me{};
       me.cpu_begin = tm[0], me.cpu_end = tm[1];
       me.address = U64, me.bytes = U64, me.tid = U32, me.stream = U32, me.device = U16, me.api = U16;
-      me.op = uint8_t(fmt::MemOp::Alloc);
-      me.mem_kind = uint8_t(fmt::MemKind::Device);
-      w.add(me, fmt::RecType::Memory);
-      me.op = uint8_t(fmt::MemOp::Free);
-      w.add(me, fmt::RecType::Memory);
-      fmt::ApiRec a{};
+      me.op = uint8_t(trace::MemOp::Alloc);
+      me.mem_kind = uint8_t(trace::MemKind::Device);
+      w.add(me, trace::RecType::Memory);
+      me.op = uint8_t(trace::MemOp::Free);
+      w.add(me, trace::RecType::Memory);
+      trace::ApiRec a{};
       a.cpu_begin = tm[0], a.cpu_end = tm[1];
       a.corr = U64, a.arg = U64, a.tid = U32, a.stream = U32, a.api = U16, a.device = U16;
-      w.add(a, fmt::RecType::Api);
-      fmt::RangeRec r{};
+      w.add(a, trace::RecType::Api);
+      trace::RangeRec r{};
       r.cpu_begin = tm[0], r.cpu_end = tm[1], r.gpu_start = tm[2], r.gpu_end = tm[3];
       r.id = U64, r.tid = r.end_tid = U32, r.name_id = r.domain_id = U32 - uint32_t(&tm - times);
       r.category = r.color = r.gpu_ops = U32;
       r.depth = U16;
-      r.kind = uint8_t(fmt::RangeKind::PushPop);
-      r.source = uint8_t(fmt::RangeSource::Nvtx);
-      w.add(r, fmt::RecType::Range);
-      fmt::MarkRec mk{};
+      r.kind = uint8_t(trace::RangeKind::PushPop);
+      r.source = uint8_t(trace::RangeSource::Nvtx);
+      w.add(r, trace::RecType::Range);
+      trace::MarkRec mk{};
       mk.ts = tm[0], mk.tid = U32, mk.name_id = mk.domain_id = U32;
-      w.add(mk, fmt::RecType::Mark);
-      fmt::CpuSampleRec cs{};
-      cs.h.type = uint16_t(fmt::RecType::CpuSample);
+      w.add(mk, trace::RecType::Mark);
+      trace::CpuSampleRec cs{};
+      cs.h.type = uint16_t(trace::RecType::CpuSample);
       cs.ts = tm[0];
       cs.ncores = 2;
       cs.total_util = U16;
       cs.process_util = U32;
       uint16_t cores[2] = {U16, U16};
       w.append_var(&cs, sizeof cs, cores, sizeof cores);
-      fmt::GpuSampleRec gs{};
+      trace::GpuSampleRec gs{};
       gs.ts = tm[0], gs.device = U16, gs.util = gs.mem_util = gs.temp_c = U16;
       gs.sm_clock_mhz = gs.power_mw = U32, gs.mem_used = gs.mem_total = U64;
-      w.add(gs, fmt::RecType::GpuSample);
-      fmt::ClockSyncRec cl{};
+      w.add(gs, trace::RecType::GpuSample);
+      trace::ClockSyncRec cl{};
       cl.monotonic_ns = tm[0], cl.realtime_ns = tm[1];
-      w.add(cl, fmt::RecType::ClockSync);
-      fmt::DroppedRec dr{};
+      w.add(cl, trace::RecType::ClockSync);
+      trace::DroppedRec dr{};
       dr.ts = tm[0], dr.tid = U32, dr.count = U64;
-      w.add(dr, fmt::RecType::Dropped);
-      fmt::LossRec lo{};
+      w.add(dr, trace::RecType::Dropped);
+      trace::LossRec lo{};
       lo.begin_ns = tm[0], lo.end_ns = tm[1], lo.tid = U32, lo.reason = 0xFF;
       for (size_t k = 0; k < sizeof lo.count / sizeof lo.count[0]; ++k) lo.count[k] = U64;  // packed: no references
-      w.add(lo, fmt::RecType::Loss);
-      fmt::WindowRec win{};
+      w.add(lo, trace::RecType::Loss);
+      trace::WindowRec win{};
       win.ts = tm[0], win.index = U32, win.reason_id = U32;
-      win.edge = uint8_t(&tm - times) % 2 ? uint8_t(fmt::WindowEdge::End) : uint8_t(fmt::WindowEdge::Begin);
-      w.add(win, fmt::RecType::Window);
+      win.edge = uint8_t(&tm - times) % 2 ? uint8_t(trace::WindowEdge::End) : uint8_t(trace::WindowEdge::Begin);
+      w.add(win, trace::RecType::Window);
     }
   }
 };
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
   } else {
     return usage(argv[0]);
   }
-  if (!g.w.close(0, fmt::kEndClean)) {
+  if (!g.w.close(0, trace::kEndClean)) {
     std::fprintf(stderr, "%s: %s\n", out.c_str(), g.w.error().c_str());
     return 1;
   }

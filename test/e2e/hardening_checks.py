@@ -227,7 +227,7 @@ def stream_id_2_30_correct_output_within_100_mb(s, c):
     """A valid trace (under 1 KB) with kernels on stream id 2^30, and one with 2^24: every tool
     finishes with exit status 0 and peaks under 100 MiB; summary counts the far stream's kernels
     and their launch latencies (its first launch finds the stream idle, as on streams 1 and 2). Fails (2^30: bad_alloc, 8 GiB asked for; 2^24: 144 MiB) with a
-    table indexed by stream id (tools/summary_model.cpp; tools/id_table.h maps ids sparsely)."""
+    table indexed by stream id (tools/analysis/summary_model.cpp; tools/common/id_table.h maps ids sparsely)."""
     for sid in (1 << 30, 1 << 24):
         stream_trace_checks(s, c, sid, 100 * MiB)
 

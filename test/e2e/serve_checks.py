@@ -20,7 +20,7 @@ def test(fn):
 
 
 def job_id(name):
-    """tools/jobs.cpp job_id(): FNV-1a 64 of the job's name, 16 hex digits."""
+    """tools/serve/job_dir.cpp job_id(): FNV-1a 64 of the job's name, 16 hex digits."""
     h = 0xCBF29CE484222325
     for b in name.encode():
         h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF

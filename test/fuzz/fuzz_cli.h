@@ -16,7 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tools/commands.h"
+#include "tools/cmd/commands.h"
 
 namespace cutrace_fuzz {
 

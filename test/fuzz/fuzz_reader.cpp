@@ -1,14 +1,14 @@
-// libFuzzer target: the trace reader (collector/reader.h) on arbitrary bytes in memory, every
+// libFuzzer target: the trace reader (trace/reader.h) on arbitrary bytes in memory, every
 // record visited and every accessor used, then `cutrace dump` (which prints every field of every
 // record type) on the same bytes as a file.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "collector/reader.h"
+#include "trace/reader.h"
 #include "test/fuzz/fuzz_cli.h"
 
-namespace tf = cutrace::fmt;
+namespace tf = cutrace::trace;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

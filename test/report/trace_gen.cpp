@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -33,7 +33,7 @@ struct Gen {
   uint64_t corr = 0;
   uint32_t tid = 0;
 
-  void op(fmt::OpCommon& o, uint32_t stream, int64_t gpu_ns) {
+  void op(trace::OpCommon& o, uint32_t stream, int64_t gpu_ns) {
     o.corr = ++corr;
     o.cpu_begin = t;
     o.cpu_end = t + 3000;
@@ -46,7 +46,7 @@ struct Gen {
   }
   // gpu_end > 0: the kernel ends then (a collective that ends when the last rank arrives).
   void kernel(uint32_t name, uint32_t stream, int64_t gpu_ns, int64_t gpu_end = 0) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     op(k.op, stream, gpu_ns);
     if (gpu_end > k.op.gpu_start) k.op.gpu_end = gpu_end, gpu_free[stream] = gpu_end + 500;
     k.op.api = kLaunch;
@@ -54,18 +54,18 @@ struct Gen {
     k.grid[0] = 1024, k.grid[1] = k.grid[2] = 1;
     k.block[0] = 256, k.block[1] = k.block[2] = 1;
     k.regs = 64;
-    w.add(k, fmt::RecType::Kernel);
+    w.add(k, trace::RecType::Kernel);
   }
   void range(uint32_t name, int64_t b, int64_t e, uint16_t depth) {
-    fmt::RangeRec r{};
+    trace::RangeRec r{};
     r.cpu_begin = b;
     r.cpu_end = e;
     r.tid = r.end_tid = tid;
     r.name_id = name;
     r.depth = depth;
-    r.kind = uint8_t(fmt::RangeKind::PushPop);
-    r.source = uint8_t(fmt::RangeSource::Nvtx);
-    w.add(r, fmt::RecType::Range);
+    r.kind = uint8_t(trace::RangeKind::PushPop);
+    r.source = uint8_t(trace::RangeSource::Nvtx);
+    w.add(r, trace::RecType::Range);
   }
 };
 
@@ -93,22 +93,22 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
   w.api_name(kSet, "cuMemsetD8Async");
   w.api_name(kSync, "cuStreamSynchronize");
   w.api_name(kAlloc, "cuMemAlloc_v2");
-  fmt::ThreadRec th{};
+  trace::ThreadRec th{};
   th.tid = g.tid;
   th.name_id = w.intern("python");
-  w.add(th, fmt::RecType::Thread);
-  fmt::DeviceRec d{};
+  w.add(th, trace::RecType::Thread);
+  trace::DeviceRec d{};
   d.device = 0;
   d.name_id = w.intern("NVIDIA H200");
   d.cc_major = 9;
   d.sm_count = 132;
   d.total_mem = 141ull << 30;
-  w.add(d, fmt::RecType::Device);
+  w.add(d, trace::RecType::Device);
   for (uint32_t s = 1; s <= 2; ++s) {
-    fmt::StreamRec sr{};
+    trace::StreamRec sr{};
     sr.stream = s;
     sr.handle = 0x1000 + s;
-    w.add(sr, fmt::RecType::Stream);
+    w.add(sr, trace::RecType::Stream);
   }
   const char* names[] = {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn",
                          "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>",
@@ -122,16 +122,16 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
   uint32_t fwd = w.intern("forward"), bwd = w.intern("backward");
 
   for (int i = 0; i < 4; ++i) {  // 4 allocations of 256 MiB
-    fmt::MemoryRec m{};
+    trace::MemoryRec m{};
     m.cpu_begin = g.t;
     m.cpu_end = g.t += 20000;
     m.address = 0x7f0000000000ull + uint64_t(i) * (256ull << 20);
     m.bytes = 256ull << 20;
     m.tid = g.tid;
     m.api = kAlloc;
-    m.op = uint8_t(fmt::MemOp::Alloc);
-    m.mem_kind = uint8_t(fmt::MemKind::Device);
-    w.add(m, fmt::RecType::Memory);
+    m.op = uint8_t(trace::MemOp::Alloc);
+    m.mem_kind = uint8_t(trace::MemKind::Device);
+    w.add(m, trace::RecType::Memory);
   }
   int64_t next_sample = g.t;
   for (int s = 0; s < steps; ++s) {
@@ -150,51 +150,51 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
     if (rank == straggler) g.t += 1'500'000;
     g.range(bwd, half, g.t, 1);
     g.kernel(nccl, 2, 60000, straggler >= 0 ? kScheduleBase + s * kPeriod + kPeriod - 300'000 : 0);
-    fmt::MemcpyRec c{};
+    trace::MemcpyRec c{};
     g.op(c.op, 1, 8000);
     c.op.api = kCopy;
-    c.op.flags = fmt::kOpAsync;
+    c.op.flags = trace::kOpAsync;
     c.bytes = 4 << 20;
-    c.copy_kind = uint8_t(fmt::CopyKind::HtoD);
-    c.src_kind = uint8_t(fmt::MemKind::Pinned);
-    c.dst_kind = uint8_t(fmt::MemKind::Device);
-    w.add(c, fmt::RecType::Memcpy);
-    fmt::MemsetRec m{};
+    c.copy_kind = uint8_t(trace::CopyKind::HtoD);
+    c.src_kind = uint8_t(trace::MemKind::Pinned);
+    c.dst_kind = uint8_t(trace::MemKind::Device);
+    w.add(c, trace::RecType::Memcpy);
+    trace::MemsetRec m{};
     g.op(m.op, 1, 2000);
     m.op.api = kSet;
     m.bytes = 1 << 20;
     m.element_size = 1;
-    w.add(m, fmt::RecType::Memset);
-    fmt::SyncRec sy{};
+    w.add(m, trace::RecType::Memset);
+    trace::SyncRec sy{};
     sy.cpu_begin = g.t;
     sy.cpu_end = std::max(g.gpu_free[1], g.gpu_free[2]) + 1000;
     sy.tid = g.tid;
     sy.stream = 1;
     sy.api = kSync;
-    sy.kind = uint8_t(fmt::SyncKind::Stream);
+    sy.kind = uint8_t(trace::SyncKind::Stream);
     sy.corr = ++g.corr;
-    w.add(sy, fmt::RecType::Sync);
+    w.add(sy, trace::RecType::Sync);
     g.t = sy.cpu_end + 5000;
     g.range(w.intern("step_" + std::to_string(s)), step_begin, g.t, 0);
     for (; next_sample < g.t; next_sample += 5'000'000) {
-      fmt::CpuSampleRec cs{};
-      cs.h.type = uint16_t(fmt::RecType::CpuSample);
+      trace::CpuSampleRec cs{};
+      cs.h.type = uint16_t(trace::RecType::CpuSample);
       cs.ts = next_sample;
       cs.ncores = 2;
       cs.total_util = uint16_t(3000 + (next_sample / 5'000'000 % 7) * 500);
       cs.process_util = 9000;
       uint16_t cores[2] = {5000, 4000};
       w.append_var(&cs, sizeof cs, cores, sizeof cores);
-      fmt::GpuSampleRec gs{};
+      trace::GpuSampleRec gs{};
       gs.ts = next_sample;
       gs.util = uint16_t(60 + (next_sample / 5'000'000 % 5) * 8);
       gs.mem_used = (1ull << 30) + uint64_t(next_sample / 5'000'000 % 9) * (64ull << 20);
       gs.mem_total = 141ull << 30;
       gs.power_mw = 500000;
-      w.add(gs, fmt::RecType::GpuSample);
+      w.add(gs, trace::RecType::GpuSample);
     }
   }
-  if (!w.close(0, fmt::kEndClean)) {
+  if (!w.close(0, trace::kEndClean)) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), w.error().c_str());
     return 1;
   }

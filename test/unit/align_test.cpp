@@ -1,14 +1,14 @@
-// Clock alignment of a job's ranks (tools/align.h) on synthetic jobs (job_fixture.h) whose true
+// Clock alignment of a job's ranks (tools/analysis/align.h) on synthetic jobs (job_fixture.h) whose true
 // corrections are known exactly.
 #include <algorithm>
 #include <string>
 
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
+#include "trace/reader.h"
 #include "test/unit/job_fixture.h"
 #include "test/unit/temp_dir.h"
-#include "tools/align.h"
+#include "tools/analysis/align.h"
 
 using namespace cutrace;
 using cutrace_test::SimJob;

@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 #include <vector>
-#include "shim/nvtx_stack.h"
-#include "shim/raw_pack.h"
-#include "shim/record_buffer.h"
+#include "runtime/nvtx_stack.h"
+#include "runtime/raw_pack.h"
+#include "runtime/record_buffer.h"
 
 using namespace cutrace;
 

@@ -1,4 +1,4 @@
-// The packed block encoding of format 2.x (collector/codec.h): every record comes back byte for
+// The packed block encoding of format 2.x (trace/codec.h): every record comes back byte for
 // byte, whatever its values; what cannot be packed exactly is written verbatim; damage is caught.
 #include <lz4.h>
 
@@ -9,9 +9,9 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/codec.h"
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/codec.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -25,13 +25,13 @@ std::vector<std::string> round_trip(const std::vector<std::string>& recs, ReadSt
   TraceWriter w;
   REQUIRE(w.open_memory(&file));
   for (const std::string& r : recs) w.append(r.data());
-  w.close(0, fmt::kEndClean);
+  w.close(0, trace::kEndClean);
   TraceReader rd;
   std::string err;
   REQUIRE(rd.open_memory(file, "t", &err));
   std::vector<std::string> got;
   rd.read([&](const Record& r) {
-    if (r.type() != fmt::RecType::End) got.push_back(bytes_of(r.data(), r.size()));
+    if (r.type() != trace::RecType::End) got.push_back(bytes_of(r.data(), r.size()));
   });
   if (status) *status = rd.status();
   return got;
@@ -47,7 +47,7 @@ void require_exact_round_trip(const std::vector<std::string>& recs, ReadStatus* 
 }
 
 template <class R>
-std::string rec(R r, fmt::RecType t) {
+std::string rec(R r, trace::RecType t) {
   r.h.type = uint16_t(t);
   r.h.size = sizeof r;
   return bytes_of(&r, sizeof r);
@@ -67,7 +67,7 @@ R random_rec(std::mt19937_64& rng) {
 TEST_CASE("packed records come back byte for byte, whatever their values") {
   std::mt19937_64 rng(99);
   std::vector<std::string> recs;
-  auto packable_op = [&](fmt::OpCommon& op) {  // pads 0, GPU times >= 0: what the writer packs
+  auto packable_op = [&](trace::OpCommon& op) {  // pads 0, GPU times >= 0: what the writer packs
     op.pad = 0;
     op.gpu_start &= INT64_MAX;
     op.gpu_end &= INT64_MAX;
@@ -76,51 +76,51 @@ TEST_CASE("packed records come back byte for byte, whatever their values") {
     int64_t small = int64_t(rng() % 1000);
     switch (rng() % 6) {
       case 0: {
-        auto k = random_rec<fmt::KernelRec>(rng);
+        auto k = random_rec<trace::KernelRec>(rng);
         packable_op(k.op);
         k.pad = 0;
         if (i % 3 == 0) k.op.gpu_start = k.op.gpu_end = 0;  // "not measured"
         if (i % 5 == 0) k.op.gpu_start = k.op.cpu_end + small;
         if (i % 7) k.op.tid = uint32_t(i % 300);  // more threads than lane slots: collisions
         if (i % 11) std::memset(k.grid, 0, sizeof k.grid);  // some configurations repeat
-        recs.push_back(rec(k, fmt::RecType::Kernel));
+        recs.push_back(rec(k, trace::RecType::Kernel));
         break;
       }
       case 1: {
-        auto c = random_rec<fmt::MemcpyRec>(rng);
+        auto c = random_rec<trace::MemcpyRec>(rng);
         packable_op(c.op);
         c.pad = 0;
-        recs.push_back(rec(c, fmt::RecType::Memcpy));
+        recs.push_back(rec(c, trace::RecType::Memcpy));
         break;
       }
       case 2: {
-        auto m = random_rec<fmt::MemsetRec>(rng);
+        auto m = random_rec<trace::MemsetRec>(rng);
         packable_op(m.op);
         std::memset(m.pad, 0, sizeof m.pad);
-        recs.push_back(rec(m, fmt::RecType::Memset));
+        recs.push_back(rec(m, trace::RecType::Memset));
         break;
       }
       case 3: {
-        auto y = random_rec<fmt::SyncRec>(rng);
+        auto y = random_rec<trace::SyncRec>(rng);
         std::memset(y.pad, 0, sizeof y.pad);
-        recs.push_back(rec(y, fmt::RecType::Sync));
+        recs.push_back(rec(y, trace::RecType::Sync));
         break;
       }
       case 4: {
-        auto m = random_rec<fmt::MemoryRec>(rng);
+        auto m = random_rec<trace::MemoryRec>(rng);
         std::memset(m.pad, 0, sizeof m.pad);
-        recs.push_back(rec(m, fmt::RecType::Memory));
+        recs.push_back(rec(m, trace::RecType::Memory));
         break;
       }
-      default: recs.push_back(rec(random_rec<fmt::ApiRec>(rng), fmt::RecType::Api)); break;
+      default: recs.push_back(rec(random_rec<trace::ApiRec>(rng), trace::RecType::Api)); break;
     }
   }
   ReadStatus s;
   require_exact_round_trip(recs, &s);
   CHECK(s.bad_blocks == 0);
   CHECK(s.unresolved_configs == 0);
-  CHECK(s.columns.bytes[fmt::kColVerbatim] < 20000 * 60);  // mostly packed (configs are verbatim)
-  CHECK(s.columns.bytes[fmt::kColGpuDuration] > 0);
+  CHECK(s.columns.bytes[trace::kColVerbatim] < 20000 * 60);  // mostly packed (configs are verbatim)
+  CHECK(s.columns.bytes[trace::kColGpuDuration] > 0);
 }
 
 TEST_CASE("packed values of every varint length, 1 to 10 bytes, come back exactly") {
@@ -133,7 +133,7 @@ TEST_CASE("packed values of every varint length, 1 to 10 bytes, come back exactl
   };
   std::vector<std::string> recs;
   for (int i = 0; i < 20000; ++i) {
-    auto a = random_rec<fmt::ApiRec>(rng);
+    auto a = random_rec<trace::ApiRec>(rng);
     a.cpu_begin = int64_t(bits());
     a.cpu_end = int64_t(bits());
     a.corr = bits();
@@ -141,32 +141,32 @@ TEST_CASE("packed values of every varint length, 1 to 10 bytes, come back exactl
     a.tid = uint32_t(bits());
     a.stream = uint32_t(bits());
     a.result = int32_t(bits());
-    recs.push_back(rec(a, fmt::RecType::Api));
+    recs.push_back(rec(a, trace::RecType::Api));
   }
   ReadStatus s;
   require_exact_round_trip(recs, &s);
   CHECK(s.bad_blocks == 0);
-  CHECK(s.columns.bytes[fmt::kColVerbatim] == sizeof(fmt::EndRec));  // all packed but End
+  CHECK(s.columns.bytes[trace::kColVerbatim] == sizeof(trace::EndRec));  // all packed but End
 }
 
 TEST_CASE("records the packing cannot reproduce are written verbatim and still come back") {
-  fmt::KernelRec k{};
+  trace::KernelRec k{};
   k.op.cpu_begin = 100;
   k.op.gpu_start = -5;  // negative GPU time: "1 + zigzag" could wrap to the 0 of "no time"
   k.op.gpu_end = INT64_MIN;
-  fmt::KernelRec padded{};
+  trace::KernelRec padded{};
   padded.pad = 7;
-  fmt::MemsetRec set{};
+  trace::MemsetRec set{};
   set.pad[1] = 1;
   struct {
-    fmt::KernelRec k;
+    trace::KernelRec k;
     uint32_t extra;  // a later minor's appended field
   } longer{};
-  longer.k.h.type = uint16_t(fmt::RecType::Kernel);
+  longer.k.h.type = uint16_t(trace::RecType::Kernel);
   longer.k.h.size = sizeof longer;
   longer.extra = 0xABCD;
-  std::vector<std::string> recs = {rec(k, fmt::RecType::Kernel), rec(padded, fmt::RecType::Kernel),
-                                   rec(set, fmt::RecType::Memset), bytes_of(&longer, sizeof longer)};
+  std::vector<std::string> recs = {rec(k, trace::RecType::Kernel), rec(padded, trace::RecType::Kernel),
+                                   rec(set, trace::RecType::Memset), bytes_of(&longer, sizeof longer)};
   CHECK(round_trip(recs) == recs);
 }
 
@@ -178,7 +178,7 @@ TEST_CASE("kernel configurations are written once per file, not once per kernel"
   int64_t t = 1000000000;
   const int n = 30000;
   for (int i = 0; i < n; ++i) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     k.op.corr = uint64_t(i + 1);
     k.op.cpu_begin = t;
     k.op.cpu_end = t + 3000;
@@ -189,11 +189,11 @@ TEST_CASE("kernel configurations are written once per file, not once per kernel"
     k.name_id = names[i % 3];
     k.grid[0] = 1024;
     k.block[0] = 256;
-    w.add(k, fmt::RecType::Kernel);
+    w.add(k, trace::RecType::Kernel);
     t += 20000;
     if (i == n / 2) w.flush();
   }
-  w.close(0, fmt::kEndClean);
+  w.close(0, trace::kEndClean);
   CHECK(file.size() < size_t(n) * 2);  // a perfectly regular loop: under 2 bytes a kernel
 
   TraceReader r;
@@ -202,10 +202,10 @@ TEST_CASE("kernel configurations are written once per file, not once per kernel"
   int kernels = 0;
   std::string last_name;
   r.read([&](const Record& rec) {
-    CHECK(rec.type() != fmt::RecType::KernelConfig);  // consumed by the reader
-    if (rec.type() == fmt::RecType::Kernel) {
+    CHECK(rec.type() != trace::RecType::KernelConfig);  // consumed by the reader
+    if (rec.type() == trace::RecType::Kernel) {
       ++kernels;
-      last_name = r.str(rec.as<fmt::KernelRec>().name_id);
+      last_name = r.str(rec.as<trace::KernelRec>().name_id);
     }
   });
   CHECK(kernels == n);
@@ -217,16 +217,16 @@ TEST_CASE("a packed payload that does not unpack is a bad block, even with a goo
   std::string file;
   TraceWriter w;
   REQUIRE(w.open_memory(&file));
-  fmt::ApiRec a{};
+  trace::ApiRec a{};
   a.cpu_begin = 5;
-  for (int i = 0; i < 100; ++i) w.add(a, fmt::RecType::Api);
+  for (int i = 0; i < 100; ++i) w.add(a, trace::RecType::Api);
   w.flush();
-  for (int i = 0; i < 100; ++i) w.add(a, fmt::RecType::Api);
-  w.close(0, fmt::kEndClean);
+  for (int i = 0; i < 100; ++i) w.add(a, trace::RecType::Api);
+  w.close(0, trace::kEndClean);
 
   // Rewrite the first block: its tag column claims one Api record more than the columns hold.
-  size_t off = sizeof(fmt::FileHeader);
-  fmt::BlockHeader bh;
+  size_t off = sizeof(trace::FileHeader);
+  trace::BlockHeader bh;
   std::memcpy(&bh, file.data() + off, sizeof bh);
   std::vector<char> payload(bh.raw_size);
   REQUIRE(LZ4_decompress_safe(file.data() + off + sizeof bh, payload.data(), int(bh.compressed_size),
@@ -240,7 +240,7 @@ TEST_CASE("a packed payload that does not unpack is a bad block, even with a goo
     return v;
   };
   REQUIRE(ok.decode(padded(payload).data(), payload.size(), &unpacked, &size));
-  CHECK(size == 100 * sizeof(fmt::ApiRec));
+  CHECK(size == 100 * sizeof(trace::ApiRec));
   // Header: ncols, then the column lengths (varints); the tag column comes first after it.
   size_t at = 0;
   auto varint = [&]() {
@@ -256,15 +256,15 @@ TEST_CASE("a packed payload that does not unpack is a bad block, even with a goo
     out.push_back(char(v));
   };
   uint64_t ncols = varint();
-  REQUIRE(ncols == fmt::kColumnCount);
+  REQUIRE(ncols == trace::kColumnCount);
   std::vector<uint64_t> lens;
   for (uint64_t i = 0; i < ncols; ++i) lens.push_back(varint());
-  REQUIRE(lens[fmt::kColTag] == 100);
+  REQUIRE(lens[trace::kColTag] == 100);
   std::vector<char> bad;
   put(bad, ncols);
-  for (uint64_t i = 0; i < ncols; ++i) put(bad, lens[i] + (i == fmt::kColTag));
+  for (uint64_t i = 0; i < ncols; ++i) put(bad, lens[i] + (i == trace::kColTag));
   bad.insert(bad.end(), payload.begin() + long(at), payload.begin() + long(at) + 100);
-  bad.push_back(char(fmt::RecType::Api));
+  bad.push_back(char(trace::RecType::Api));
   bad.insert(bad.end(), payload.begin() + long(at) + 100, payload.end());
   codec::BlockDecoder dec;
   CHECK_FALSE(dec.decode(padded(bad).data(), bad.size(), &unpacked, &size));
@@ -272,17 +272,17 @@ TEST_CASE("a packed payload that does not unpack is a bad block, even with a goo
   std::string out = file.substr(0, off);
   std::vector<char> comp(LZ4_compressBound(int(bad.size())));
   int csize = LZ4_compress_default(bad.data(), comp.data(), int(bad.size()), int(comp.size()));
-  fmt::BlockHeader nh = bh;
+  trace::BlockHeader nh = bh;
   nh.compressed_size = uint32_t(csize);
   nh.raw_size = uint32_t(bad.size());
-  nh.checksum = fmt::xxh32(bad.data(), bad.size());
+  nh.checksum = trace::xxh32(bad.data(), bad.size());
   out += bytes_of(&nh, sizeof nh) + std::string(comp.data(), size_t(csize));
   out += file.substr(off + sizeof bh + bh.compressed_size);
   TraceReader r;
   std::string err;
   REQUIRE(r.open_memory(out, "t", &err));
   int apis = 0;
-  r.read([&](const Record& rec) { apis += rec.type() == fmt::RecType::Api; });
+  r.read([&](const Record& rec) { apis += rec.type() == trace::RecType::Api; });
   CHECK(apis == 100);  // the second block
   CHECK(r.status().bad_blocks == 1);
   CHECK(r.status().complete);
@@ -311,8 +311,8 @@ std::vector<char> packed_payload(const std::vector<std::string>& cols) {
 // KernelConfig table as the checked decoder always did: the configs before the failing record
 // are kept, those after it are not.
 TEST_CASE("a bad packed block keeps exactly the kernel configurations before its failing record") {
-  fmt::KernelConfigRec c{};
-  c.h.type = uint16_t(fmt::RecType::KernelConfig);
+  trace::KernelConfigRec c{};
+  c.h.type = uint16_t(trace::RecType::KernelConfig);
   c.h.size = sizeof c;
   c.id = 5;
   c.name_id = 42;
@@ -320,20 +320,20 @@ TEST_CASE("a bad packed block keeps exactly the kernel configurations before its
   // An Api record whose columns are all empty: its first varint would be read at the payload's
   // end (only the verbatim column, the last non-empty one, holds bytes).
   auto bad_block = [&](bool config_first) {
-    std::vector<std::string> cols(fmt::kColumnCount);
-    std::string api(1, char(fmt::RecType::Api));
-    cols[fmt::kColTag] = config_first ? std::string(1, '\0') + api : api + std::string(1, '\0');
-    cols[fmt::kColVerbatim] = config;
+    std::vector<std::string> cols(trace::kColumnCount);
+    std::string api(1, char(trace::RecType::Api));
+    cols[trace::kColTag] = config_first ? std::string(1, '\0') + api : api + std::string(1, '\0');
+    cols[trace::kColVerbatim] = config;
     return packed_payload(cols);
   };
   // A good block: one kernel of config 5, every field 0.
-  std::vector<std::string> cols(fmt::kColumnCount);
-  cols[fmt::kColTag] = std::string(1, char(fmt::RecType::Kernel));
-  for (fmt::Column col : {fmt::kColCorr, fmt::kColThread, fmt::kColStream, fmt::kColDevice, fmt::kColApi,
-                          fmt::kColFlags, fmt::kColResult, fmt::kColCpuBegin, fmt::kColCpuDuration,
-                          fmt::kColGpuStart, fmt::kColGpuDuration})
+  std::vector<std::string> cols(trace::kColumnCount);
+  cols[trace::kColTag] = std::string(1, char(trace::RecType::Kernel));
+  for (trace::Column col : {trace::kColCorr, trace::kColThread, trace::kColStream, trace::kColDevice, trace::kColApi,
+                          trace::kColFlags, trace::kColResult, trace::kColCpuBegin, trace::kColCpuDuration,
+                          trace::kColGpuStart, trace::kColGpuDuration})
     cols[col] = std::string(1, '\0');
-  cols[fmt::kColConfig] = std::string(1, '\5');
+  cols[trace::kColConfig] = std::string(1, '\5');
   const std::vector<char> kernel_block = packed_payload(cols);
   const size_t kernel_size = kernel_block.size() - codec::kDecodePadding;
 
@@ -345,8 +345,8 @@ TEST_CASE("a bad packed block keeps exactly the kernel configurations before its
     std::vector<char> bad = bad_block(config_first);
     CHECK_FALSE(dec.decode(bad.data(), bad.size() - codec::kDecodePadding, &out, &size));
     REQUIRE(dec.decode(kernel_block.data(), kernel_size, &out, &size));
-    REQUIRE(size == sizeof(fmt::KernelRec));
-    fmt::KernelRec k;
+    REQUIRE(size == sizeof(trace::KernelRec));
+    trace::KernelRec k;
     std::memcpy(&k, out.data(), sizeof k);
     CHECK(dec.unresolved() == (config_first ? 0u : 1u));
     CHECK(k.name_id == (config_first ? 42u : 0u));

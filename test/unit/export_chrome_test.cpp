@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test/unit/export_fixture.h"
-#include "tools/export_common.h"
-#include "tools/exports.h"
+#include "tools/export/common.h"
+#include "tools/export/exports.h"
 
 using namespace cutrace;
 using namespace cutrace::chrome_text;

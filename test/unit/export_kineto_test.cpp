@@ -13,13 +13,13 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "collector/format.h"
-#include "collector/writer.h"
+#include "trace/format.h"
+#include "trace/writer.h"
 #include "test/unit/export_fixture.h"
-#include "tools/export_common.h"
-#include "tools/export_kineto.h"
-#include "tools/export_plan.h"
-#include "tools/exports.h"
+#include "tools/export/common.h"
+#include "tools/export/kineto.h"
+#include "tools/export/plan.h"
+#include "tools/export/exports.h"
 
 using namespace cutrace;
 using export_fixture::read_file;
@@ -61,37 +61,37 @@ struct Rank {
     w.meta("world_size", std::to_string(world));
     w.meta("cmdline", "/usr/bin/python3 train_ddp.py");
     w.meta("start_monotonic_ns", std::to_string(t));
-    fmt::ClockSyncRec c{};
+    trace::ClockSyncRec c{};
     c.monotonic_ns = t;
     c.realtime_ns = t + 1'700'000'000'000'000'000;
-    w.add(c, fmt::RecType::ClockSync);
+    w.add(c, trace::RecType::ClockSync);
     const std::pair<Api, const char*> apis[] = {
         {kLaunch, "cuLaunchKernel"},    {kCopy, "cuMemcpyHtoDAsync"}, {kSet, "cuMemsetD32Async"},
         {kStreamSync, "cuStreamSynchronize"}, {kCtxSync, "cuCtxSynchronize"}, {kRecord, "cuEventRecord"},
         {kWait, "cuStreamWaitEvent"},   {kAlloc, "cuMemAlloc"},       {kLaunchEx, "cuLaunchKernelEx"}};
     for (const auto& [id, name] : apis) w.api_name(id, name);
-    fmt::DeviceRec d{};
+    trace::DeviceRec d{};
     d.device = device;
     d.name_id = w.intern("NVIDIA H200");
     d.cc_major = 9;
     d.sm_count = 132;
     d.total_mem = 150109880320ull;
-    w.add(d, fmt::RecType::Device);
+    w.add(d, trace::RecType::Device);
     for (auto [tid, name] : {std::pair<uint32_t, const char*>{pid, "trainer"}, {pid + 1, "loader"}}) {
-      fmt::ThreadRec th{};
+      trace::ThreadRec th{};
       th.tid = tid;
       th.name_id = w.intern(name);
-      w.add(th, fmt::RecType::Thread);
+      w.add(th, trace::RecType::Thread);
     }
     for (uint32_t s : {kCompute, kNccl}) {
-      fmt::StreamRec sr{};
+      trace::StreamRec sr{};
       sr.stream = s;
       sr.device = device;
-      w.add(sr, fmt::RecType::Stream);
+      w.add(sr, trace::RecType::Stream);
     }
   }
 
-  void op(fmt::OpCommon& o, uint16_t api, uint32_t stream, int64_t gpu_ns, uint32_t tid, int64_t gap = 2000) {
+  void op(trace::OpCommon& o, uint16_t api, uint32_t stream, int64_t gpu_ns, uint32_t tid, int64_t gap = 2000) {
     o.corr = ++corr;
     o.cpu_begin = t;
     o.cpu_end = t + 3000;
@@ -105,34 +105,34 @@ struct Rank {
     o.api = api;
   }
   uint64_t kernel(const char* name, uint32_t stream, int64_t gpu_ns, uint16_t api = kLaunch, uint32_t tid = 0) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     op(k.op, api, stream, gpu_ns, tid);
     k.name_id = w.intern(name);
     k.grid[0] = 264, k.grid[1] = k.grid[2] = 1;
     k.block[0] = 256, k.block[1] = k.block[2] = 1;
     k.regs = 32;
-    w.add(k, fmt::RecType::Kernel);
+    w.add(k, trace::RecType::Kernel);
     return k.op.corr;
   }
   void copy(uint32_t tid) {
-    fmt::MemcpyRec m{};
+    trace::MemcpyRec m{};
     op(m.op, kCopy, kCompute, 4000, tid);
     m.bytes = 1 << 20;
-    m.copy_kind = uint8_t(fmt::CopyKind::HtoD);
-    m.src_kind = uint8_t(fmt::MemKind::Pinned);
-    m.dst_kind = uint8_t(fmt::MemKind::Device);
-    m.op.flags = fmt::kOpAsync;
-    w.add(m, fmt::RecType::Memcpy);
+    m.copy_kind = uint8_t(trace::CopyKind::HtoD);
+    m.src_kind = uint8_t(trace::MemKind::Pinned);
+    m.dst_kind = uint8_t(trace::MemKind::Device);
+    m.op.flags = trace::kOpAsync;
+    w.add(m, trace::RecType::Memcpy);
   }
   void set() {
-    fmt::MemsetRec m{};
+    trace::MemsetRec m{};
     op(m.op, kSet, kCompute, 1000, 0);
     m.bytes = 4096;
     m.element_size = 4;
-    w.add(m, fmt::RecType::Memset);
+    w.add(m, trace::RecType::Memset);
   }
   uint64_t record(uint32_t stream, int64_t early = 0) {
-    fmt::ApiRec a{};
+    trace::ApiRec a{};
     a.cpu_begin = t - early;
     a.cpu_end = t + 500;
     t += 1000;
@@ -142,11 +142,11 @@ struct Rank {
     a.stream = stream;
     a.api = kRecord;
     a.device = device;
-    w.add(a, fmt::RecType::Api);
+    w.add(a, trace::RecType::Api);
     return a.corr;
   }
-  void sync(fmt::SyncKind kind, uint16_t api, uint32_t stream, uint64_t ev, int64_t dur) {
-    fmt::SyncRec s{};
+  void sync(trace::SyncKind kind, uint16_t api, uint32_t stream, uint64_t ev, int64_t dur) {
+    trace::SyncRec s{};
     s.cpu_begin = t;
     s.cpu_end = t + dur;
     t += dur + 500;
@@ -157,10 +157,10 @@ struct Rank {
     s.api = api;
     s.kind = uint8_t(kind);
     s.corr = ++corr;
-    w.add(s, fmt::RecType::Sync);
+    w.add(s, trace::RecType::Sync);
   }
   void range(const char* name, int64_t b, uint16_t depth) {
-    fmt::RangeRec g{};
+    trace::RangeRec g{};
     g.cpu_begin = b;
     g.cpu_end = t;
     t += 100;
@@ -168,9 +168,9 @@ struct Rank {
     g.tid = g.end_tid = pid;
     g.name_id = w.intern(name);
     g.depth = depth;
-    g.kind = uint8_t(fmt::RangeKind::PushPop);
-    g.source = uint8_t(fmt::RangeSource::Nvtx);
-    w.add(g, fmt::RecType::Range);
+    g.kind = uint8_t(trace::RangeKind::PushPop);
+    g.source = uint8_t(trace::RangeSource::Nvtx);
+    w.add(g, trace::RecType::Range);
   }
 
   void step(int n) {
@@ -181,11 +181,11 @@ struct Rank {
     t += 100;
     if (n == 2) {  // a kernel that takes no time, and the next starting at the same ns (stream busy)
       gpu[kCompute] = t + 50'000;
-      fmt::KernelRec k{};
+      trace::KernelRec k{};
       op(k.op, kLaunch, kCompute, 0, 0);
       k.name_id = w.intern("zero_length");
       k.grid[0] = k.block[0] = 1, k.grid[1] = k.grid[2] = k.block[1] = k.block[2] = 1;
-      w.add(k, fmt::RecType::Kernel);
+      w.add(k, trace::RecType::Kernel);
     }
     for (int i = 0; i < 3; ++i) kernel("gemm", kCompute, 20'000);
     range("forward", fwd, 1);
@@ -194,24 +194,24 @@ struct Rank {
     kernel("gemm_bwd", kCompute, 15'000);
     uint64_t ev1 = event + 1;
     record(kCompute, n == 3 ? 3500 - 3000 + 18 : 0);  // step 3: starts 18 ns before the launch returned
-    sync(fmt::SyncKind::StreamWait, kWait, kNccl, ev1, 800);
+    sync(trace::SyncKind::StreamWait, kWait, kNccl, ev1, 800);
     kernel(kAllReduce, kNccl, 30'000, kLaunchEx);
     kernel("gemm_bwd", kCompute, 25'000);
     uint64_t ev2 = event + 1;
     record(kNccl);
-    sync(fmt::SyncKind::StreamWait, kWait, kCompute, ev2, 800);
+    sync(trace::SyncKind::StreamWait, kWait, kCompute, ev2, 800);
     range("backward", bwd, 1);
     int64_t opt = t;
     t += 100;
     set();
     kernel("adam", kCompute, 8'000);
     range("optimizer", opt, 1);
-    sync(fmt::SyncKind::Stream, kStreamSync, kCompute, 0, std::max<int64_t>(std::max(gpu[kCompute], gpu[kNccl]) - t, 0) + 1000);
+    sync(trace::SyncKind::Stream, kStreamSync, kCompute, 0, std::max<int64_t>(std::max(gpu[kCompute], gpu[kNccl]) - t, 0) + 1000);
     range(("ProfilerStep#" + std::to_string(n)).c_str(), step_b, 0);
   }
 
   void job() {
-    fmt::MemoryRec m{};
+    trace::MemoryRec m{};
     m.cpu_begin = t;
     m.cpu_end = t + 5000;
     t += 6000;
@@ -220,16 +220,16 @@ struct Rank {
     m.tid = pid;
     m.device = device;
     m.api = kAlloc;
-    m.op = uint8_t(fmt::MemOp::Alloc);
-    m.mem_kind = uint8_t(fmt::MemKind::Device);
-    w.add(m, fmt::RecType::Memory);
+    m.op = uint8_t(trace::MemOp::Alloc);
+    m.mem_kind = uint8_t(trace::MemKind::Device);
+    w.add(m, trace::RecType::Memory);
     for (int n = 1; n <= 3; ++n) step(n);
     int64_t keep = t;
     t = gpu[kCompute] - 50'000;  // the loader thread, while step 3 runs
     copy(pid + 1);
     t = keep;
-    sync(fmt::SyncKind::Context, kCtxSync, 0, 0, 2000);
-    REQUIRE(w.close(0, fmt::kEndClean));
+    sync(trace::SyncKind::Context, kCtxSync, 0, 0, 2000);
+    REQUIRE(w.close(0, trace::kEndClean));
   }
 };
 

@@ -10,9 +10,9 @@
 #include <doctest/doctest.h>
 
 #include "test/unit/export_fixture.h"
-#include "tools/export_common.h"
-#include "tools/exports.h"
-#include "tools/protobuf_writer.h"
+#include "tools/export/common.h"
+#include "tools/export/exports.h"
+#include "tools/export/protobuf_writer.h"
 
 using namespace cutrace;
 using namespace export_fixture;

@@ -12,11 +12,11 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
-#include "tools/export_common.h"
-#include "tools/exports.h"
+#include "tools/export/common.h"
+#include "tools/export/exports.h"
 
 using namespace cutrace;
 
@@ -46,7 +46,7 @@ class Trace {
     w_.api_name(kFree, "cuMemFree");
     w_.api_name(kEventRecord, "cuEventRecord");
     w_.api_name(kGraphLaunch, "cuGraphLaunch");
-    fmt::DeviceRec d{};
+    trace::DeviceRec d{};
     d.device = 0;
     d.name_id = w_.intern("NVIDIA H200");
     d.cc_major = 9;
@@ -55,27 +55,27 @@ class Trace {
     d.uuid[0] = 0xab;
     d.uuid[15] = gpu;
     d.pci_bus = 0x1b;
-    w_.add(d, fmt::RecType::Device);
-    fmt::ThreadRec t{};
+    w_.add(d, trace::RecType::Device);
+    trace::ThreadRec t{};
     t.tid = uint32_t(pid);
     t.name_id = w_.intern("python3");
-    w_.add(t, fmt::RecType::Thread);
-    fmt::StreamRec s{};
+    w_.add(t, trace::RecType::Thread);
+    trace::StreamRec s{};
     s.stream = 1;
-    s.flags = fmt::kStreamLegacyDefault;
+    s.flags = trace::kStreamLegacyDefault;
     s.handle = 1;
-    w_.add(s, fmt::RecType::Stream);
+    w_.add(s, trace::RecType::Stream);
     s.stream = 2;
     s.flags = 0;
     s.handle = 0x1234;
-    w_.add(s, fmt::RecType::Stream);
+    w_.add(s, trace::RecType::Stream);
   }
 
   // gpu_start 0: no GPU time.
   void kernel(const char* name, int64_t cpu, int64_t gpu_start, int64_t gpu_ns, uint16_t flags = 0,
-              fmt::KernelKind kind = fmt::KernelKind::Kernel) {
-    fmt::KernelRec k{};
-    op(k.op, kind == fmt::KernelKind::Graph ? kGraphLaunch : kLaunch, cpu, gpu_start, gpu_ns, flags);
+              trace::KernelKind kind = trace::KernelKind::Kernel) {
+    trace::KernelRec k{};
+    op(k.op, kind == trace::KernelKind::Graph ? kGraphLaunch : kLaunch, cpu, gpu_start, gpu_ns, flags);
     k.name_id = w_.intern(name);
     k.grid[0] = 80, k.grid[1] = 2, k.grid[2] = 1;
     k.block[0] = 256, k.block[1] = k.block[2] = 1;
@@ -83,74 +83,74 @@ class Trace {
     k.static_smem = 1024;
     k.dyn_smem = 2048;
     k.kind = uint8_t(kind);
-    k.graph_id = kind == fmt::KernelKind::Graph ? 7 : 0;
-    w_.add(k, fmt::RecType::Kernel);
+    k.graph_id = kind == trace::KernelKind::Graph ? 7 : 0;
+    w_.add(k, trace::RecType::Kernel);
   }
-  void memcpy(fmt::CopyKind kind, fmt::MemKind src, fmt::MemKind dst, uint64_t bytes, int64_t cpu,
+  void memcpy(trace::CopyKind kind, trace::MemKind src, trace::MemKind dst, uint64_t bytes, int64_t cpu,
               int64_t gpu_start, int64_t gpu_ns) {
-    fmt::MemcpyRec m{};
+    trace::MemcpyRec m{};
     op(m.op, kMemcpyApi, cpu, gpu_start, gpu_ns, 0);
     m.copy_kind = uint8_t(kind), m.src_kind = uint8_t(src), m.dst_kind = uint8_t(dst);
     m.bytes = bytes;
-    m.src_device = 0, m.dst_device = kind == fmt::CopyKind::PtoP ? 1 : 0;
-    w_.add(m, fmt::RecType::Memcpy);
+    m.src_device = 0, m.dst_device = kind == trace::CopyKind::PtoP ? 1 : 0;
+    w_.add(m, trace::RecType::Memcpy);
   }
   void memset(uint64_t bytes, uint32_t value, int64_t cpu, int64_t gpu_start, int64_t gpu_ns) {
-    fmt::MemsetRec m{};
+    trace::MemsetRec m{};
     op(m.op, kMemsetApi, cpu, gpu_start, gpu_ns, 0);
     m.bytes = bytes, m.value = value, m.element_size = 1;
-    w_.add(m, fmt::RecType::Memset);
+    w_.add(m, trace::RecType::Memset);
   }
-  void sync(fmt::SyncKind kind, uint16_t api, int64_t cpu, int64_t ns, int32_t result = 0) {
-    fmt::SyncRec s{};
+  void sync(trace::SyncKind kind, uint16_t api, int64_t cpu, int64_t ns, int32_t result = 0) {
+    trace::SyncRec s{};
     s.cpu_begin = cpu, s.cpu_end = cpu + ns;
     s.kind = uint8_t(kind), s.api = api, s.result = result;
-    s.stream = kind == fmt::SyncKind::Context ? 0 : 2;
-    s.event = kind == fmt::SyncKind::EventQuery ? 0xeeee : 0;
+    s.stream = kind == trace::SyncKind::Context ? 0 : 2;
+    s.event = kind == trace::SyncKind::EventQuery ? 0xeeee : 0;
     s.tid = tid_;
     s.corr = ++corr_;
-    w_.add(s, fmt::RecType::Sync);
+    w_.add(s, trace::RecType::Sync);
   }
-  void memory(fmt::MemOp op, uint64_t address, uint64_t bytes, int64_t cpu) {
-    fmt::MemoryRec m{};
+  void memory(trace::MemOp op, uint64_t address, uint64_t bytes, int64_t cpu) {
+    trace::MemoryRec m{};
     m.cpu_begin = cpu, m.cpu_end = cpu + 100;
     m.op = uint8_t(op), m.address = address, m.bytes = bytes;
-    m.mem_kind = uint8_t(fmt::MemKind::Device);
-    m.api = op == fmt::MemOp::Alloc ? kAlloc : kFree;
+    m.mem_kind = uint8_t(trace::MemKind::Device);
+    m.api = op == trace::MemOp::Alloc ? kAlloc : kFree;
     m.tid = tid_;
-    w_.add(m, fmt::RecType::Memory);
+    w_.add(m, trace::RecType::Memory);
   }
   void api(int64_t cpu) {
-    fmt::ApiRec a{};
+    trace::ApiRec a{};
     a.cpu_begin = cpu, a.cpu_end = cpu + 50;
     a.api = kEventRecord, a.tid = tid_, a.stream = 2, a.corr = ++corr_;
-    w_.add(a, fmt::RecType::Api);
+    w_.add(a, trace::RecType::Api);
   }
-  void range(const char* name, int64_t begin, int64_t end, fmt::RangeKind kind = fmt::RangeKind::PushPop,
+  void range(const char* name, int64_t begin, int64_t end, trace::RangeKind kind = trace::RangeKind::PushPop,
              const char* domain = nullptr, uint32_t end_tid = 0, uint32_t color = 0) {
-    fmt::RangeRec g{};
+    trace::RangeRec g{};
     g.cpu_begin = begin, g.cpu_end = end;
     g.id = ++range_id_;
     g.tid = tid_, g.end_tid = end_tid ? end_tid : tid_;
     g.name_id = w_.intern(name);
     g.domain_id = domain ? w_.intern(domain) : 0;
     g.color = color;
-    g.kind = uint8_t(kind), g.source = uint8_t(fmt::RangeSource::Nvtx);
-    w_.add(g, fmt::RecType::Range);
+    g.kind = uint8_t(kind), g.source = uint8_t(trace::RangeSource::Nvtx);
+    w_.add(g, trace::RecType::Range);
   }
   void mark(const char* name, int64_t ts) {
-    fmt::MarkRec m{};
+    trace::MarkRec m{};
     m.ts = ts, m.tid = tid_, m.name_id = w_.intern(name), m.category = 3;
-    m.source = uint8_t(fmt::RangeSource::Nvtx);
-    w_.add(m, fmt::RecType::Mark);
+    m.source = uint8_t(trace::RangeSource::Nvtx);
+    w_.add(m, trace::RecType::Mark);
   }
-  void close() { REQUIRE(w_.close(0, fmt::kEndClean)); }
+  void close() { REQUIRE(w_.close(0, trace::kEndClean)); }
   void flush() { REQUIRE(w_.flush()); }  // ends the current block
   uint32_t tid() const { return tid_; }
   void set_tid(uint32_t t) { tid_ = t; }
 
  private:
-  void op(fmt::OpCommon& o, uint16_t api, int64_t cpu, int64_t gpu_start, int64_t gpu_ns, uint16_t flags) {
+  void op(trace::OpCommon& o, uint16_t api, int64_t cpu, int64_t gpu_start, int64_t gpu_ns, uint16_t flags) {
     o.corr = (uint64_t(1) << 40) | ++corr_;  // like the collector: thread index << 40 | sequence
     o.cpu_begin = cpu, o.cpu_end = cpu + 300;
     if (gpu_start) o.gpu_start = gpu_start, o.gpu_end = gpu_start + gpu_ns;
@@ -208,25 +208,25 @@ struct Fixture {
              1'100'000, 1'100'500, 1'000);
     a.kernel("gemm", 1'200'000, 1'200'500, 2'000);
     a.kernel("gemm", 1'300'000, 1'303'000, 4'000);
-    a.kernel("gemm", 1'400'000, 0, 0, fmt::kOpNoGpuTime);  // untimed: runtime row only
-    a.kernel("captured_k", 1'450'000, 0, 0, fmt::kOpCaptured | fmt::kOpNoGpuTime);
-    a.kernel("coop", 1'460'000, 1'460'500, 300, 0, fmt::KernelKind::Cooperative);
-    a.kernel("CUDA graph #1", 1'470'000, 1'470'500, 9'000, 0, fmt::KernelKind::Graph);
-    a.memcpy(fmt::CopyKind::HtoD, fmt::MemKind::Pinned, fmt::MemKind::Device, 1 << 20, 1'500'000, 1'500'400, 700);
-    a.memcpy(fmt::CopyKind::DtoH, fmt::MemKind::Device, fmt::MemKind::Pageable, 4096, 1'510'000, 1'510'400, 70);
-    a.memcpy(fmt::CopyKind::PtoP, fmt::MemKind::Device, fmt::MemKind::Device, 8192, 1'520'000, 1'520'400, 90);
-    a.memcpy(fmt::CopyKind::DtoD, fmt::MemKind::Device, fmt::MemKind::Device, 2048, 1'530'000, 1'530'400, 20);
+    a.kernel("gemm", 1'400'000, 0, 0, trace::kOpNoGpuTime);  // untimed: runtime row only
+    a.kernel("captured_k", 1'450'000, 0, 0, trace::kOpCaptured | trace::kOpNoGpuTime);
+    a.kernel("coop", 1'460'000, 1'460'500, 300, 0, trace::KernelKind::Cooperative);
+    a.kernel("CUDA graph #1", 1'470'000, 1'470'500, 9'000, 0, trace::KernelKind::Graph);
+    a.memcpy(trace::CopyKind::HtoD, trace::MemKind::Pinned, trace::MemKind::Device, 1 << 20, 1'500'000, 1'500'400, 700);
+    a.memcpy(trace::CopyKind::DtoH, trace::MemKind::Device, trace::MemKind::Pageable, 4096, 1'510'000, 1'510'400, 70);
+    a.memcpy(trace::CopyKind::PtoP, trace::MemKind::Device, trace::MemKind::Device, 8192, 1'520'000, 1'520'400, 90);
+    a.memcpy(trace::CopyKind::DtoD, trace::MemKind::Device, trace::MemKind::Device, 2048, 1'530'000, 1'530'400, 20);
     a.memset(256, 7, 1'540'000, 1'540'400, 10);
-    a.sync(fmt::SyncKind::Stream, kStreamSync, 1'600'000, 5'000);
-    a.sync(fmt::SyncKind::Context, kCtxSync, 1'610'000, 6'000);
-    a.sync(fmt::SyncKind::EventQuery, kEventQuery, 1'620'000, 100, 600);
-    a.memory(fmt::MemOp::Alloc, 0x7000, 1 << 20, 1'050'000);
-    a.memory(fmt::MemOp::Free, 0x7000, 0, 1'700'000);
+    a.sync(trace::SyncKind::Stream, kStreamSync, 1'600'000, 5'000);
+    a.sync(trace::SyncKind::Context, kCtxSync, 1'610'000, 6'000);
+    a.sync(trace::SyncKind::EventQuery, kEventQuery, 1'620'000, 100, 600);
+    a.memory(trace::MemOp::Alloc, 0x7000, 1 << 20, 1'050'000);
+    a.memory(trace::MemOp::Free, 0x7000, 0, 1'700'000);
     a.api(1'650'000);
     a.range("step_0", 1'090'000, 1'690'000);
-    a.range("fwd", 1'095'000, 1'300'000, fmt::RangeKind::PushPop, nullptr, 0, 0xff00ff00);
-    a.range("load", 1'091'000, 1'800'000, fmt::RangeKind::StartEnd, nullptr, 101);
-    a.range("dom_range", 1'092'000, 1'093'000, fmt::RangeKind::PushPop, "mylib");
+    a.range("fwd", 1'095'000, 1'300'000, trace::RangeKind::PushPop, nullptr, 0, 0xff00ff00);
+    a.range("load", 1'091'000, 1'800'000, trace::RangeKind::StartEnd, nullptr, 101);
+    a.range("dom_range", 1'092'000, 1'093'000, trace::RangeKind::PushPop, "mylib");
     a.mark("checkpoint", 1'695'000);
     a.close();
 
@@ -456,8 +456,8 @@ TEST_CASE("sqlite export: a lost block of strings and launch configurations fail
     std::ifstream in(path, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  REQUIRE(bytes.size() > sizeof(fmt::FileHeader) + sizeof(fmt::BlockHeader) + 8);
-  bytes[sizeof(fmt::FileHeader) + sizeof(fmt::BlockHeader) + 4] ^= 0x5a;
+  REQUIRE(bytes.size() > sizeof(trace::FileHeader) + sizeof(trace::BlockHeader) + 8);
+  bytes[sizeof(trace::FileHeader) + sizeof(trace::BlockHeader) + 4] ^= 0x5a;
   { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
 
   Alignment align;

@@ -12,7 +12,7 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
 
 using namespace cutrace;

@@ -1,4 +1,4 @@
-// docs/FORMAT.md against collector/format.h: the byte offsets, sizes and total size that the
+// docs/FORMAT.md against trace/format.h: the byte offsets, sizes and total size that the
 // document gives for a record type must be those of the struct. Run from the repo root.
 #include <cstddef>
 #include <fstream>
@@ -10,10 +10,10 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/codec.h"
-#include "collector/format.h"
+#include "trace/codec.h"
+#include "trace/format.h"
 
-using namespace cutrace::fmt;
+using namespace cutrace::trace;
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
 
 using namespace cutrace;
@@ -30,8 +30,8 @@ T value(T v) {
 
 std::string bytes_of(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
 
-fmt::KernelRec kernel(uint64_t corr, uint32_t name_id) {
-  fmt::KernelRec k{};
+trace::KernelRec kernel(uint64_t corr, uint32_t name_id) {
+  trace::KernelRec k{};
   k.op.corr = corr;
   k.op.cpu_begin = 1000 + int64_t(corr) * 10;
   k.op.cpu_end = k.op.cpu_begin + 5;
@@ -51,17 +51,17 @@ std::string kernels_trace(uint64_t n) {
   w.meta("pid", "42");
   uint32_t name = w.intern("kern");
   for (uint64_t i = 0; i < n; ++i) {
-    fmt::KernelRec k = kernel(i, name);
-    w.add(k, fmt::RecType::Kernel);
+    trace::KernelRec k = kernel(i, name);
+    w.add(k, trace::RecType::Kernel);
   }
-  w.close(0, fmt::kEndClean);
+  w.close(0, trace::kEndClean);
   return out;
 }
 
 struct BlockInfo {
   size_t offset;   // of the BlockHeader
   size_t size;     // header + compressed bytes
-  fmt::BlockHeader header;
+  trace::BlockHeader header;
   size_t records;  // in the decompressed (2.x: and unpacked) payload
   size_t kernels;  // of which Kernel records
   size_t unpacked;  // bytes of those records
@@ -70,11 +70,11 @@ struct BlockInfo {
 // Walks the block frames of a well-formed file the slow, obvious way.
 std::vector<BlockInfo> blocks_of(const std::string& file) {
   std::vector<BlockInfo> out;
-  fmt::FileHeader fh;
+  trace::FileHeader fh;
   std::memcpy(&fh, file.data(), sizeof fh);
   codec::BlockDecoder decoder;
-  size_t off = sizeof(fmt::FileHeader);
-  while (off + sizeof(fmt::BlockHeader) <= file.size()) {
+  size_t off = sizeof(trace::FileHeader);
+  while (off + sizeof(trace::BlockHeader) <= file.size()) {
     BlockInfo b{off, 0, {}, 0, 0, 0};
     std::memcpy(&b.header, file.data() + off, sizeof b.header);
     b.size = sizeof b.header + b.header.compressed_size;
@@ -90,9 +90,9 @@ std::vector<BlockInfo> blocks_of(const std::string& file) {
       REQUIRE(decoder.decode(packed.data(), packed.size() - codec::kDecodePadding, &raw, &b.unpacked));
     }
     for (size_t p = 0; p < b.unpacked; ++b.records) {
-      fmt::RecHeader h;
+      trace::RecHeader h;
       std::memcpy(&h, raw.data() + p, sizeof h);
-      b.kernels += h.type == uint16_t(fmt::RecType::Kernel);
+      b.kernels += h.type == uint16_t(trace::RecType::Kernel);
       p += h.size;
     }
     out.push_back(b);
@@ -105,7 +105,7 @@ std::vector<BlockInfo> blocks_of(const std::string& file) {
 std::vector<uint64_t> kernel_corrs(TraceReader& r) {
   std::vector<uint64_t> corrs;
   r.read([&](const Record& rec) {
-    if (rec.type() == fmt::RecType::Kernel) corrs.push_back(value(rec.as<fmt::KernelRec>().op.corr));
+    if (rec.type() == trace::RecType::Kernel) corrs.push_back(value(rec.as<trace::KernelRec>().op.corr));
   });
   return corrs;
 }
@@ -129,12 +129,12 @@ using cutrace_test::TempDir;
 }  // namespace
 
 TEST_CASE("xxh32 matches the reference vectors") {
-  CHECK(fmt::xxh32("", 0) == 0x02CC5D05u);
-  CHECK(fmt::xxh32("a", 1) == 0x550D7456u);
-  CHECK(fmt::xxh32("abc", 3) == 0x32D153FFu);
-  CHECK(fmt::xxh32("0123456789abcdef", 16) == 0xC2C45B69u);
+  CHECK(trace::xxh32("", 0) == 0x02CC5D05u);
+  CHECK(trace::xxh32("a", 1) == 0x550D7456u);
+  CHECK(trace::xxh32("abc", 3) == 0x32D153FFu);
+  CHECK(trace::xxh32("0123456789abcdef", 16) == 0xC2C45B69u);
   const char* s = "Nobody inspects the spammish repetition";
-  CHECK(fmt::xxh32(s, strlen(s)) == 0xE2293B2Fu);
+  CHECK(trace::xxh32(s, strlen(s)) == 0xE2293B2Fu);
 }
 
 TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1.1)") {
@@ -150,15 +150,15 @@ TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1
   w.api_name(7, "cuLaunchKernel");
 
   std::vector<std::string> written;  // exact bytes of every non-String record, in order
-  auto put = [&](auto rec, fmt::RecType t) {
+  auto put = [&](auto rec, trace::RecType t) {
     w.add(rec, t);
     written.push_back(bytes_of(&rec, sizeof rec));
   };
-  fmt::ThreadRec th{};
+  trace::ThreadRec th{};
   th.tid = 99;
   th.name_id = w.intern("main");
-  put(th, fmt::RecType::Thread);
-  fmt::DeviceRec dev{};
+  put(th, trace::RecType::Thread);
+  trace::DeviceRec dev{};
   dev.device = 1;
   dev.cc_major = 9;
   dev.sm_count = 132;
@@ -166,71 +166,71 @@ TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1
   dev.total_mem = 150ull << 30;
   dev.uuid[3] = 0xAB;
   dev.pci_bus = 27;
-  put(dev, fmt::RecType::Device);
-  fmt::StreamRec st{};
+  put(dev, trace::RecType::Device);
+  trace::StreamRec st{};
   st.stream = 5;
   st.device = 1;
   st.handle = 0xdeadbeef;
-  put(st, fmt::RecType::Stream);
-  fmt::ClockSyncRec cs{};
+  put(st, trace::RecType::Stream);
+  trace::ClockSyncRec cs{};
   cs.monotonic_ns = 111;
   cs.realtime_ns = 222;
-  put(cs, fmt::RecType::ClockSync);
-  fmt::KernelRec k = kernel(3, w.intern("void foo<int>(int*)"));
+  put(cs, trace::RecType::ClockSync);
+  trace::KernelRec k = kernel(3, w.intern("void foo<int>(int*)"));
   k.op.api = 7;
   k.block[0] = 256;
   k.regs = 40;
-  k.kind = uint8_t(fmt::KernelKind::Graph);
+  k.kind = uint8_t(trace::KernelKind::Graph);
   k.graph_id = 12;
-  put(k, fmt::RecType::Kernel);
-  fmt::MemcpyRec mc{};
+  put(k, trace::RecType::Kernel);
+  trace::MemcpyRec mc{};
   mc.op.corr = 4;
   mc.bytes = 1 << 20;
-  mc.copy_kind = uint8_t(fmt::CopyKind::DtoH);
+  mc.copy_kind = uint8_t(trace::CopyKind::DtoH);
   mc.dst_device = 2;
-  put(mc, fmt::RecType::Memcpy);
-  fmt::MemsetRec ms{};
+  put(mc, trace::RecType::Memcpy);
+  trace::MemsetRec ms{};
   ms.bytes = 64;
   ms.value = 0xFF;
   ms.element_size = 4;
-  put(ms, fmt::RecType::Memset);
-  fmt::SyncRec sy{};
-  sy.kind = uint8_t(fmt::SyncKind::EventQuery);
+  put(ms, trace::RecType::Memset);
+  trace::SyncRec sy{};
+  sy.kind = uint8_t(trace::SyncKind::EventQuery);
   sy.event = 0x1234;
   sy.result = 600;
-  put(sy, fmt::RecType::Sync);
-  fmt::MemoryRec mem{};
+  put(sy, trace::RecType::Sync);
+  trace::MemoryRec mem{};
   mem.address = 0x7f00;
   mem.bytes = 4096;
-  mem.op = uint8_t(fmt::MemOp::Free);
-  put(mem, fmt::RecType::Memory);
-  fmt::ApiRec api{};
+  mem.op = uint8_t(trace::MemOp::Free);
+  put(mem, trace::RecType::Memory);
+  trace::ApiRec api{};
   api.api = 7;
   api.arg = 0x55;
   api.result = 1;
-  put(api, fmt::RecType::Api);
-  fmt::GpuSampleRec gs{};
+  put(api, trace::RecType::Api);
+  trace::GpuSampleRec gs{};
   gs.util = 87;
   gs.mem_total = 1ull << 40;
-  put(gs, fmt::RecType::GpuSample);
-  fmt::DroppedRec dr{};
+  put(gs, trace::RecType::GpuSample);
+  trace::DroppedRec dr{};
   dr.count = 17;
-  put(dr, fmt::RecType::Dropped);
-  fmt::WindowRec wr{};
+  put(dr, trace::RecType::Dropped);
+  trace::WindowRec wr{};
   wr.index = 2;
   wr.reason_id = w.intern("signal");
-  wr.edge = uint8_t(fmt::WindowEdge::Begin);
-  put(wr, fmt::RecType::Window);
+  wr.edge = uint8_t(trace::WindowEdge::Begin);
+  put(wr, trace::RecType::Window);
 
-  fmt::CpuSampleRec cpu{};
-  cpu.h.type = uint16_t(fmt::RecType::CpuSample);
+  trace::CpuSampleRec cpu{};
+  cpu.h.type = uint16_t(trace::RecType::CpuSample);
   cpu.ts = 9;
   cpu.ncores = 3;
   const uint16_t cores[3] = {100, 5000, 10000};
   w.append_var(&cpu, sizeof cpu, cores, sizeof cores);
   cpu.h.size = sizeof cpu + sizeof cores;
   written.push_back(bytes_of(&cpu, sizeof cpu) + bytes_of(cores, sizeof cores));
-  REQUIRE(w.close(21, fmt::kEndClean));
+  REQUIRE(w.close(21, trace::kEndClean));
 
   TraceReader r;
   std::string err;
@@ -250,27 +250,27 @@ TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1
   std::string kernel_name;
   uint16_t end_type = 0;
   REQUIRE(r.read([&](const Record& rec) {
-    fmt::RecType t = rec.type();
-    if (t == fmt::RecType::Kernel) kernel_name = r.str(rec.as<fmt::KernelRec>().name_id);
-    if (t == fmt::RecType::End) end_type = rec.type_raw();
-    bool skip = t == fmt::RecType::String || t == fmt::RecType::Meta ||
-                t == fmt::RecType::ApiName || t == fmt::RecType::End;
+    trace::RecType t = rec.type();
+    if (t == trace::RecType::Kernel) kernel_name = r.str(rec.as<trace::KernelRec>().name_id);
+    if (t == trace::RecType::End) end_type = rec.type_raw();
+    bool skip = t == trace::RecType::String || t == trace::RecType::Meta ||
+                t == trace::RecType::ApiName || t == trace::RecType::End;
     if (!skip) got.push_back(bytes_of(rec.data(), rec.size()));
   }));
   REQUIRE(got.size() == written.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == written[i]);
   CHECK(kernel_name == "void foo<int>(int*)");
-  CHECK(end_type == uint16_t(fmt::RecType::End));
+  CHECK(end_type == uint16_t(trace::RecType::End));
   const ReadStatus& s = r.status();
   CHECK(s.complete);
   CHECK(value(s.end.dropped) == 21);
-  CHECK(value(s.end.flags) == fmt::kEndClean);
+  CHECK(value(s.end.flags) == trace::kEndClean);
   CHECK(value(s.end.records) == w.records() - 1);
   CHECK(s.records == w.records());
   CHECK(s.dropped == 17);
   CHECK(s.bad_blocks == 0);
   CHECK(s.bad_records == 0);
-  CHECK(r.version_major() == (v1 ? 1 : fmt::kVersionMajor));
+  CHECK(r.version_major() == (v1 ? 1 : trace::kVersionMajor));
 }
 
 TEST_CASE("strings are interned once, ids from 1, long ones truncated") {
@@ -282,17 +282,17 @@ TEST_CASE("strings are interned once, ids from 1, long ones truncated") {
   CHECK(w.intern("a") == 1);
   std::string big(70000, 'x');
   uint32_t big_id = w.intern(big);
-  CHECK(w.intern(big.substr(0, fmt::kMaxStringBytes)) == big_id);
-  w.close(0, fmt::kEndClean);
+  CHECK(w.intern(big.substr(0, trace::kMaxStringBytes)) == big_id);
+  w.close(0, trace::kEndClean);
 
   TraceReader r;
   std::string err;
   REQUIRE(r.open_memory(file, "s", &err));
   int strings = 0;
-  r.read([&](const Record& rec) { strings += rec.type() == fmt::RecType::String; });
+  r.read([&](const Record& rec) { strings += rec.type() == trace::RecType::String; });
   CHECK(strings == 3);
   CHECK(r.str(1) == "a");
-  CHECK(r.str(big_id).size() == fmt::kMaxStringBytes);
+  CHECK(r.str(big_id).size() == trace::kMaxStringBytes);
   CHECK(r.str(0).empty());
   CHECK(r.str(1000) == "(unknown string)");
 }
@@ -304,12 +304,12 @@ TEST_CASE("blocks split at 256 KiB and records never span blocks") {
   REQUIRE(blocks.size() >= 4);
   size_t records = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    CHECK(value(blocks[i].header.magic) == fmt::kBlockMagic);
+    CHECK(value(blocks[i].header.magic) == trace::kBlockMagic);
     CHECK(value(blocks[i].header.seq) == i);
-    CHECK(blocks[i].unpacked <= fmt::kBlockTargetRaw);
+    CHECK(blocks[i].unpacked <= trace::kBlockTargetRaw);
     CHECK(value(blocks[i].header.raw_size) < blocks[i].unpacked / 2);  // packed: kernels shrink
     if (i + 1 < blocks.size()) {
-      CHECK(blocks[i].unpacked > fmt::kBlockTargetRaw - sizeof(fmt::KernelRec));
+      CHECK(blocks[i].unpacked > trace::kBlockTargetRaw - sizeof(trace::KernelRec));
     }
     records += blocks[i].records;
   }
@@ -359,7 +359,7 @@ TEST_CASE("a damaged block is skipped and counted, the rest still read") {
 
   SUBCASE("payload bytes flipped") {
     std::string file = good;
-    for (size_t i = 100; i < 110; ++i) file[blocks[1].offset + sizeof(fmt::BlockHeader) + i] ^= 0x5A;
+    for (size_t i = 100; i < 110; ++i) file[blocks[1].offset + sizeof(trace::BlockHeader) + i] ^= 0x5A;
     TraceReader r;
     std::string err;
     REQUIRE(r.open_memory(file, "bad", &err));
@@ -371,7 +371,7 @@ TEST_CASE("a damaged block is skipped and counted, the rest still read") {
   }
   SUBCASE("block header destroyed") {
     std::string file = good;
-    std::memset(&file[blocks[1].offset], 0xEE, sizeof(fmt::BlockHeader));
+    std::memset(&file[blocks[1].offset], 0xEE, sizeof(trace::BlockHeader));
     TraceReader r;
     std::string err;
     REQUIRE(r.open_memory(file, "bad", &err));
@@ -383,7 +383,7 @@ TEST_CASE("a damaged block is skipped and counted, the rest still read") {
   SUBCASE("compressed size inflated past the end of the file") {
     std::string file = good;
     uint32_t huge = uint32_t(file.size());
-    std::memcpy(&file[blocks[1].offset + offsetof(fmt::BlockHeader, compressed_size)], &huge, 4);
+    std::memcpy(&file[blocks[1].offset + offsetof(trace::BlockHeader, compressed_size)], &huge, 4);
     TraceReader r;
     std::string err;
     REQUIRE(r.open_memory(file, "bad", &err));
@@ -414,23 +414,23 @@ TEST_CASE("malformed and unknown records") {
   std::string file;
   TraceWriter w;
   w.open_memory(&file);
-  fmt::KernelRec short_kernel{};
-  short_kernel.h.type = uint16_t(fmt::RecType::Kernel);
+  trace::KernelRec short_kernel{};
+  short_kernel.h.type = uint16_t(trace::RecType::Kernel);
   short_kernel.h.size = 8;  // shorter than a KernelRec: never reaches the visitor
   w.append(&short_kernel);
   struct {
-    fmt::RecHeader h;
+    trace::RecHeader h;
     uint32_t payload[2];
   } future{{99, 12}, {1, 2}};
   w.append(&future);
-  w.close(0, fmt::kEndClean);
+  w.close(0, trace::kEndClean);
 
   TraceReader r;
   std::string err;
   REQUIRE(r.open_memory(file, "odd", &err));
   std::vector<uint16_t> types;
   r.read([&](const Record& rec) { types.push_back(rec.type_raw()); });
-  CHECK(types == std::vector<uint16_t>{99, uint16_t(fmt::RecType::End)});
+  CHECK(types == std::vector<uint16_t>{99, uint16_t(trace::RecType::End)});
   CHECK(r.status().bad_records == 1);
   CHECK(r.status().complete);
 }
@@ -451,7 +451,7 @@ TEST_CASE("the visitor can stop the stream, and reading again starts over") {
   TraceWriter w;
   w.open_memory(&other);
   w.meta("host", "x");
-  w.close(0, fmt::kEndClean);
+  w.close(0, trace::kEndClean);
   REQUIRE(r.open_memory(other, "other", &err));  // a reused reader forgets the previous file
   CHECK(r.meta("pid").empty());
   CHECK(r.meta("host") == "x");
@@ -466,14 +466,14 @@ TEST_CASE("unreadable files give clear errors") {
   CHECK(open_error(good.substr(0, 12)) == "t.cutrace: truncated header (12 of 16 bytes)");
 
   std::string newer = good;
-  uint16_t major = fmt::kVersionMajor + 1, minor = 3;
-  std::memcpy(&newer[offsetof(fmt::FileHeader, version_major)], &major, 2);
-  std::memcpy(&newer[offsetof(fmt::FileHeader, version_minor)], &minor, 2);
+  uint16_t major = trace::kVersionMajor + 1, minor = 3;
+  std::memcpy(&newer[offsetof(trace::FileHeader, version_major)], &major, 2);
+  std::memcpy(&newer[offsetof(trace::FileHeader, version_minor)], &minor, 2);
   CHECK(open_error(newer) ==
         "t.cutrace: trace format version 3.3 is newer than this reader (2.x); upgrade cutrace");
 
   std::string newer_minor = good;
-  std::memcpy(&newer_minor[offsetof(fmt::FileHeader, version_minor)], &minor, 2);
+  std::memcpy(&newer_minor[offsetof(trace::FileHeader, version_minor)], &minor, 2);
   TraceReader r;
   std::string err;
   CHECK(r.open_memory(newer_minor, "t", &err));
@@ -492,8 +492,8 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
     TraceWriter w;
     REQUIRE(w.open(path, &err));
     w.meta("pid", "1");
-    CHECK(w.close(0, fmt::kEndClean));
-    CHECK(w.bytes_written() > sizeof(fmt::FileHeader));
+    CHECK(w.close(0, trace::kEndClean));
+    CHECK(w.bytes_written() > sizeof(trace::FileHeader));
   }
   TraceReader r;
   REQUIRE(r.open(path, &err));
@@ -512,8 +512,8 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
     {
       TraceWriter w;
       REQUIRE(w.open(p2, &err));
-      fmt::KernelRec k = kernel(0, w.intern("k"));
-      w.add(k, fmt::RecType::Kernel);
+      trace::KernelRec k = kernel(0, w.intern("k"));
+      w.add(k, trace::RecType::Kernel);
     }
     TraceReader r2;
     REQUIRE(r2.open(p2, &err));
@@ -527,10 +527,10 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
     CHECK_FALSE(w.open_fd(fd, &err));
     CHECK(err == "write failed: No space left on device");
     CHECK(w.failed());
-    fmt::KernelRec k = kernel(0, w.intern("k"));
-    w.add(k, fmt::RecType::Kernel);
+    trace::KernelRec k = kernel(0, w.intern("k"));
+    w.add(k, trace::RecType::Kernel);
     CHECK_FALSE(w.flush());
-    CHECK_FALSE(w.close(0, fmt::kEndClean));
+    CHECK_FALSE(w.close(0, trace::kEndClean));
     CHECK(w.records() == 3);  // String, Kernel, End: still counted
   }
   SUBCASE("a pipe whose reader went away: later blocks fail") {
@@ -544,13 +544,13 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
     ::close(fds[0]);
     uint32_t name = w.intern("k");
     for (uint64_t i = 0; i < 5000; ++i) {
-      fmt::KernelRec k = kernel(i, name);
-      w.add(k, fmt::RecType::Kernel);
+      trace::KernelRec k = kernel(i, name);
+      w.add(k, trace::RecType::Kernel);
     }
     CHECK(w.failed());
     CHECK(w.error() == "write failed: Broken pipe");
     CHECK(w.records() == 5001);
-    CHECK_FALSE(w.close(0, fmt::kEndClean));
+    CHECK_FALSE(w.close(0, trace::kEndClean));
     sigaction(SIGPIPE, &old, nullptr);
   }
 }

@@ -11,7 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "test/unit/cli_quietly.h"
-#include "tools/commands.h"
+#include "tools/cmd/commands.h"
 
 namespace {
 

@@ -11,14 +11,14 @@
 #include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 #include "test/unit/cli_quietly.h"
 #include "test/unit/temp_dir.h"
-#include "tools/commands.h"
-#include "tools/format_util.h"
-#include "tools/exports.h"
-#include "tools/summary_model.h"
+#include "tools/cmd/commands.h"
+#include "tools/common/format_util.h"
+#include "tools/export/exports.h"
+#include "tools/analysis/summary_model.h"
 
 namespace {
 
@@ -51,8 +51,8 @@ TEST_CASE("regression: a kernel with a huge name string id does not size a table
   REQUIRE(r.open(path, &err));
   uint32_t big = 0;
   r.read([&](const cutrace::Record& rec) {
-    if (rec.type() == cutrace::fmt::RecType::Kernel) {
-      uint32_t id = rec.as<cutrace::fmt::KernelRec>().name_id;
+    if (rec.type() == cutrace::trace::RecType::Kernel) {
+      uint32_t id = rec.as<cutrace::trace::KernelRec>().name_id;
       if (id > big) big = id;
     }
   });
@@ -77,11 +77,11 @@ TEST_CASE("regression: kernel and call times at the ends of int64 do not overflo
                              {0, INT64_MAX, INT64_MAX - 1, INT64_MAX},
                              {0, INT64_MAX, 1, INT64_MAX}};
   for (const auto& e : ends) {
-    cutrace::fmt::KernelRec k{};
+    cutrace::trace::KernelRec k{};
     k.op.cpu_begin = e[0], k.op.cpu_end = e[1], k.op.gpu_start = e[2], k.op.gpu_end = e[3];
     k.op.api = 1;
     k.name_id = w.intern("k_extreme");
-    w.add(k, cutrace::fmt::RecType::Kernel);
+    w.add(k, cutrace::trace::RecType::Kernel);
   }
   REQUIRE(w.close(0, 0));
   cutrace::TraceReader r;

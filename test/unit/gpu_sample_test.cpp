@@ -2,7 +2,7 @@
 // that differ from period to period (a periodic job is sampled at all phases of its step).
 #include <doctest/doctest.h>
 #include <set>
-#include "collector/gpu_sample.h"
+#include "runtime/gpu_sample.h"
 
 using cutrace::GpuSampleSchedule;
 

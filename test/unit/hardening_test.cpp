@@ -1,5 +1,5 @@
 // Hostile inputs at the level of the helpers that guard against them: opening a file named by a
-// directory or a trace (collector/safe_file.h), tables by an id from a trace (tools/id_table.h),
+// directory or a trace (trace/safe_file.h), tables by an id from a trace (tools/common/id_table.h),
 // names printed to a terminal (tools::printable, tools::quote). The e2e tests of
 // test/e2e/hardening_checks.py drive the same cases through the programs.
 #include <fcntl.h>
@@ -14,10 +14,10 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/safe_file.h"
+#include "trace/safe_file.h"
 #include "test/unit/temp_dir.h"
-#include "tools/format_util.h"
-#include "tools/id_table.h"
+#include "tools/common/format_util.h"
+#include "tools/common/id_table.h"
 
 using namespace cutrace;
 

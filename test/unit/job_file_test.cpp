@@ -1,4 +1,4 @@
-// Merged job files (collector/job_file.h, `cutrace merge -o`): the tools read one as they read the
+// Merged job files (trace/job_file.h, `cutrace merge -o`): the tools read one as they read the
 // directory it was merged from, on the offsets the merge reported.
 #include <fstream>
 #include <sstream>
@@ -6,14 +6,14 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/job_file.h"
-#include "collector/reader.h"
+#include "trace/job_file.h"
+#include "trace/reader.h"
 #include "test/unit/job_fixture.h"
 #include "test/unit/temp_dir.h"
-#include "tools/align.h"
-#include "tools/exports.h"
-#include "tools/report_data.h"
-#include "tools/summary_model.h"
+#include "tools/analysis/align.h"
+#include "tools/export/exports.h"
+#include "tools/report/data.h"
+#include "tools/analysis/summary_model.h"
 
 using namespace cutrace;
 using cutrace_test::SimJob;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 
 namespace cutrace_test {
 
@@ -78,26 +78,26 @@ struct SimJob {
     w.api_name(2, "cuStreamSynchronize");
     auto mono = [&](int64_t t) { return t - r.mono_base; };
     auto clock = [&](int64_t t) {
-      cutrace::fmt::ClockSyncRec c{};
+      cutrace::trace::ClockSyncRec c{};
       c.monotonic_ns = mono(t);
       c.realtime_ns = t + r.realtime_err;
-      w.add(c, cutrace::fmt::RecType::ClockSync);
+      w.add(c, cutrace::trace::RecType::ClockSync);
     };
     auto range = [&](const std::string& name, int64_t b, int64_t e, uint16_t depth) {
-      cutrace::fmt::RangeRec g{};
+      cutrace::trace::RangeRec g{};
       g.cpu_begin = mono(b);
       g.cpu_end = mono(e);
       g.name_id = w.intern(name);
       g.tid = 1;
       g.end_tid = 1;
       g.depth = depth;
-      g.kind = uint8_t(cutrace::fmt::RangeKind::PushPop);
-      g.source = uint8_t(cutrace::fmt::RangeSource::Nvtx);
-      w.add(g, cutrace::fmt::RecType::Range);
+      g.kind = uint8_t(cutrace::trace::RangeKind::PushPop);
+      g.source = uint8_t(cutrace::trace::RangeSource::Nvtx);
+      w.add(g, cutrace::trace::RecType::Range);
     };
     uint64_t corr = 1;
     auto kernel = [&](const char* name, int64_t launch, int64_t gs, int64_t ge, uint32_t stream, uint32_t grid) {
-      cutrace::fmt::KernelRec k{};
+      cutrace::trace::KernelRec k{};
       k.op.corr = corr++;
       k.op.cpu_begin = mono(launch);
       k.op.cpu_end = mono(launch) + 3000;
@@ -109,7 +109,7 @@ struct SimJob {
       k.name_id = w.intern(name);
       k.grid[0] = grid, k.grid[1] = k.grid[2] = 1;
       k.block[0] = 256, k.block[1] = k.block[2] = 1;
-      w.add(k, cutrace::fmt::RecType::Kernel);
+      w.add(k, cutrace::trace::RecType::Kernel);
     };
     clock(step_begin(r.first_step) - 1'000'000);
     for (int k = r.first_step; k <= r.last_step; ++k) {
@@ -120,17 +120,17 @@ struct SimJob {
       if (r.nccl && !r.lost_steps.count(k))
         kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", a, a + 5'000,
                e + (r.noisy_ends ? noise(k + 1000, 400) * 1000 : 0), 9, 2);
-      cutrace::fmt::SyncRec y{};
+      cutrace::trace::SyncRec y{};
       y.cpu_begin = mono(a + 10'000);
       y.cpu_end = mono(e + 5'000);
-      y.kind = uint8_t(cutrace::fmt::SyncKind::Stream);
+      y.kind = uint8_t(cutrace::trace::SyncKind::Stream);
       y.api = 2;
       y.stream = 9;
-      w.add(y, cutrace::fmt::RecType::Sync);
+      w.add(y, cutrace::trace::RecType::Sync);
       if (r.step_names) range("step_" + std::to_string(k + r.step_name_offset), s, e + 10'000, 0);
     }
     clock(collective_end(r.last_step) + 1'000'000);
-    w.close(0, cutrace::fmt::kEndClean);
+    w.close(0, cutrace::trace::kEndClean);
     return path;
   }
   std::vector<std::string> write_all(const std::string& dir) const {

@@ -16,9 +16,9 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/writer.h"
+#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
-#include "tools/jobs.h"
+#include "tools/serve/job_dir.h"
 
 using namespace cutrace;
 
@@ -57,8 +57,8 @@ void write_trace(const std::string& path, Ending end, const std::string& host, i
   w.intern("k_step");
   if (end == Ending::Clean) w.meta("exit_status", "0");
   if (end == Ending::Exit1) w.meta("exit_status", "1");  // as the collector writes it, at the end
-  if (end == Ending::Clean || end == Ending::Exit1) REQUIRE(w.close(0, fmt::kEndClean));
-  if (end == Ending::Signal) REQUIRE(w.close(0, fmt::kEndSignal));
+  if (end == Ending::Clean || end == Ending::Exit1) REQUIRE(w.close(0, trace::kEndClean));
+  if (end == Ending::Signal) REQUIRE(w.close(0, trace::kEndSignal));
   // Ending::None: the destructor flushes and closes without an End record (killed process).
 }
 

@@ -1,10 +1,10 @@
-// Kernel precision rules (tools/precision.h, docs/SUMMARY.md): one check per rule, with the real
+// Kernel precision rules (tools/analysis/precision.h, docs/SUMMARY.md): one check per rule, with the real
 // kernel names the rule was written for.
 #include <string>
 
 #include <doctest/doctest.h>
 
-#include "tools/precision.h"
+#include "tools/analysis/precision.h"
 
 using cutrace::kernel_precision;
 using cutrace::Precision;

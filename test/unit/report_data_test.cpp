@@ -1,4 +1,4 @@
-// The report's data layer (tools/report_data.h): the track tree, columnar events linked by
+// The report's data layer (tools/report/data.h): the track tree, columnar events linked by
 // correlation id, level-of-detail aggregation, the embedded summary, and HTML-safe JSON.
 #include <unistd.h>
 
@@ -8,13 +8,13 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
-#include "tools/align.h"
-#include "tools/format_util.h"
-#include "tools/report_data.h"
-#include "tools/report_tracks.h"
-#include "tools/summary_model.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+#include "tools/analysis/align.h"
+#include "tools/common/format_util.h"
+#include "tools/report/data.h"
+#include "tools/report/tracks.h"
+#include "tools/analysis/summary_model.h"
 
 using namespace cutrace;
 using Json = nlohmann::json;
@@ -35,12 +35,12 @@ std::string write_trace(int kernels) {
   w.meta("rank", "0");
   w.meta("pid", "100");
   w.api_name(1, "cuLaunchKernel");
-  cutrace::fmt::StreamRec s{};
+  cutrace::trace::StreamRec s{};
   s.stream = 1;
-  w.add(s, cutrace::fmt::RecType::Stream);
+  w.add(s, cutrace::trace::RecType::Stream);
   const int64_t base = 1'000'000'000;
   for (int i = 0; i < kernels; ++i) {
-    cutrace::fmt::KernelRec k{};
+    cutrace::trace::KernelRec k{};
     k.op.corr = uint64_t(i + 1);
     k.op.cpu_begin = base + i * 2000;
     k.op.cpu_end = k.op.cpu_begin + 100;
@@ -52,17 +52,17 @@ std::string write_trace(int kernels) {
     k.name_id = w.intern(i % 2 ? "gemm" : kEvil);
     k.grid[0] = 128, k.grid[1] = k.grid[2] = 1;
     k.block[0] = 256, k.block[1] = k.block[2] = 1;
-    w.add(k, cutrace::fmt::RecType::Kernel);
+    w.add(k, cutrace::trace::RecType::Kernel);
   }
-  cutrace::fmt::RangeRec r{};
+  cutrace::trace::RangeRec r{};
   r.cpu_begin = base - 10;
   r.cpu_end = base + kernels * 2000;
   r.tid = 100;
   r.end_tid = 100;
   r.name_id = w.intern(kEvil);
-  r.kind = uint8_t(cutrace::fmt::RangeKind::PushPop);
-  w.add(r, cutrace::fmt::RecType::Range);
-  REQUIRE(w.close(0, cutrace::fmt::kEndClean));
+  r.kind = uint8_t(cutrace::trace::RangeKind::PushPop);
+  w.add(r, cutrace::trace::RecType::Range);
+  REQUIRE(w.close(0, cutrace::trace::kEndClean));
   return path;
 }
 

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include "tools/runs.h"
+#include "tools/analysis/runs.h"
 
 using cutrace::runs::mixed_runs;
 using cutrace::runs::Trace;

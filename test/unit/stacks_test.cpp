@@ -1,6 +1,6 @@
 // Call stacks: interning on the collector side (collector/stacks.cpp: module map, one Module and
 // one Stack record per distinct module/stack, the shim's frames removed, depth capped, modules
-// dlopen'ed later found) and symbolisation in the tools (tools/stacks.cpp: ELF symbols of this
+// dlopen'ed later found) and symbolisation in the tools (tools/analysis/stacks.cpp: ELF symbols of this
 // very test binary, demangled; build-id mismatch refused).
 #include <dlfcn.h>
 #include <unistd.h>
@@ -10,10 +10,10 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 #include "collector/stacks.h"
-#include "tools/stacks.h"
+#include "tools/analysis/stacks.h"
 
 using namespace cutrace;
 
@@ -39,7 +39,7 @@ uint64_t inside(int (*f)(int)) { return reinterpret_cast<uint64_t>(f) + 8; }
 
 struct Written {
   std::string bytes;
-  std::vector<fmt::ModuleRec> modules;
+  std::vector<trace::ModuleRec> modules;
   std::vector<uint32_t> stack_ids;
   StackTable table;
 };
@@ -50,8 +50,8 @@ void read_back(Written& w) {
   std::string err;
   REQUIRE(r.open_memory(w.bytes, "mem", &err));
   r.read([&](const Record& rec) {
-    if (rec.type() == fmt::RecType::Module) w.modules.push_back(rec.as<fmt::ModuleRec>());
-    if (rec.type() == fmt::RecType::Stack) w.stack_ids.push_back(+rec.as<fmt::StackRec>().stack);  // +: a copy of a packed field
+    if (rec.type() == trace::RecType::Module) w.modules.push_back(rec.as<trace::ModuleRec>());
+    if (rec.type() == trace::RecType::Stack) w.stack_ids.push_back(+rec.as<trace::StackRec>().stack);  // +: a copy of a packed field
     w.table.absorb(rec, r);
   });
 }
@@ -75,7 +75,7 @@ TEST_CASE("a call stack is interned once per file: same PCs, same id, one Stack 
     CHECK(id3 == id1);
     CHECK(in.stacks() == 2);
     CHECK(in.modules().refreshes() == 1);  // one snapshot served every PC of this binary
-    REQUIRE(w.close(0, fmt::kEndClean));
+    REQUIRE(w.close(0, trace::kEndClean));
   }
   read_back(out);
   CHECK(out.stack_ids == std::vector<uint32_t>{1, 2});
@@ -102,14 +102,14 @@ TEST_CASE("the shim's own leading frames are removed and at most 24 frames are k
   std::vector<uint64_t> pcs = {shim_pc, shim_pc};
   for (int i = 0; i < 30; ++i) pcs.push_back(inside(i % 2 ? stacks_test_ns::target_one : stacks_test_ns::target_two));
   uint32_t id = in.intern(pcs.data(), uint32_t(pcs.size()), [&](uint64_t pc) { return pc == shim_pc; });
-  REQUIRE(w.close(0, fmt::kEndClean));
+  REQUIRE(w.close(0, trace::kEndClean));
   Written out;
   out.bytes = bytes;
   read_back(out);
   const auto* frames = out.table.stack(id);
   REQUIRE(frames != nullptr);
-  CHECK(frames->size() == fmt::kMaxStackFrames);
-  for (const fmt::StackFrame& f : *frames) CHECK(+f.module != 0);  // no shim frame left
+  CHECK(frames->size() == trace::kMaxStackFrames);
+  for (const trace::StackFrame& f : *frames) CHECK(+f.module != 0);  // no shim frame left
 
   uint64_t only_shim[] = {shim_pc};
   CHECK(in.intern(only_shim, 1, [&](uint64_t pc) { return pc == shim_pc; }) == 0);
@@ -129,7 +129,7 @@ TEST_CASE("a library dlopen'ed after the first snapshot is resolved to its modul
   in.modules().new_cycle();  // the collector's next drain
   uint64_t theirs[] = {reinterpret_cast<uint64_t>(fn) + 4};
   uint32_t id = in.intern(theirs, 1, [](uint64_t) { return false; });
-  REQUIRE(w.close(0, fmt::kEndClean));
+  REQUIRE(w.close(0, trace::kEndClean));
   Written out;
   out.bytes = bytes;
   read_back(out);
@@ -152,7 +152,7 @@ TEST_CASE("symbolisation names the demangled function that contains each return 
     StackInterner in(w);
     uint64_t pcs[] = {inside(stacks_test_ns::target_two), inside(stacks_test_ns::target_one), 0x10};
     in.intern(pcs, 3, [](uint64_t) { return false; });
-    REQUIRE(w.close(0, fmt::kEndClean));
+    REQUIRE(w.close(0, trace::kEndClean));
   }
   read_back(out);
   Symbolizer sym;
@@ -177,7 +177,7 @@ TEST_CASE("a module whose file changed since the run (other build-id) is not sym
     StackInterner in(w);
     uint64_t pcs[] = {inside(stacks_test_ns::target_one)};
     in.intern(pcs, 1, [](uint64_t) { return false; });
-    REQUIRE(w.close(0, fmt::kEndClean));
+    REQUIRE(w.close(0, trace::kEndClean));
   }
   // The same records, but the Module record's build-id string says another build.
   TraceReader r;
@@ -193,19 +193,19 @@ TEST_CASE("a module whose file changed since the run (other build-id) is not sym
   {
     TraceWriter w;
     REQUIRE(w.open_memory(&bytes2));
-    fmt::ModuleRec m{};
+    trace::ModuleRec m{};
     m.module = 1;
     m.path_id = w.intern(table.module(1)->path);
     m.base = table.module(1)->base;
     m.build_id_id = w.intern(fake_id);
-    w.add(m, fmt::RecType::Module);
-    fmt::StackRec s{};
-    s.h.type = uint16_t(fmt::RecType::Stack);
+    w.add(m, trace::RecType::Module);
+    trace::StackRec s{};
+    s.h.type = uint16_t(trace::RecType::Stack);
     s.stack = 1;
     s.depth = 1;
-    fmt::StackFrame f = (*table.stack(1))[0];
+    trace::StackFrame f = (*table.stack(1))[0];
     w.append_var(&s, sizeof s, &f, sizeof f);
-    REQUIRE(w.close(0, fmt::kEndClean));
+    REQUIRE(w.close(0, trace::kEndClean));
   }
   Written changed;
   changed.bytes = bytes2;

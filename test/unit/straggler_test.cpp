@@ -1,4 +1,4 @@
-// Stragglers from collectives (tools/straggler.h) on synthetic jobs (job_fixture.h): the rank the
+// Stragglers from collectives (tools/analysis/straggler.h) on synthetic jobs (job_fixture.h): the rank the
 // others wait for is named with the exact time they waited, or "no straggler".
 #include <string>
 
@@ -6,7 +6,7 @@
 
 #include "test/unit/job_fixture.h"
 #include "test/unit/temp_dir.h"
-#include "tools/straggler.h"
+#include "tools/analysis/straggler.h"
 
 using namespace cutrace;
 using cutrace_test::SimJob;

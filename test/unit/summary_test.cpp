@@ -12,12 +12,12 @@
 
 #include <doctest/doctest.h>
 
-#include "collector/reader.h"
-#include "collector/writer.h"
-#include "tools/breakdown.h"
-#include "tools/name_groups.h"
-#include "tools/precision.h"
-#include "tools/summary_model.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+#include "tools/analysis/breakdown.h"
+#include "tools/analysis/name_groups.h"
+#include "tools/analysis/precision.h"
+#include "tools/analysis/summary_model.h"
 
 using namespace cutrace;
 
@@ -43,113 +43,113 @@ class TraceBuilder {
     w_.api_name(kSync, "cuStreamSynchronize");
     w_.api_name(kEvent, "cuEventRecord");
     w_.api_name(kAlloc, "cuMemAlloc");
-    fmt::DeviceRec d{};
+    trace::DeviceRec d{};
     d.name_id = w_.intern("NVIDIA H200");
     d.cc_major = 9;
     d.sm_count = 132;
     d.total_mem = 141ull << 30;
-    w_.add(d, fmt::RecType::Device);
+    w_.add(d, trace::RecType::Device);
   }
 
   // gpu_ns < 0: no GPU time. The GPU starts 400 ns after the launch call returns.
   void kernel(const char* name, int64_t gpu_ns, uint16_t flags = 0, uint8_t kind = 0) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     set_op(k.op, gpu_ns, flags);
     k.op.api = kLaunch;
     k.name_id = w_.intern(name);
     k.kind = kind;
-    w_.add(k, fmt::RecType::Kernel);
+    w_.add(k, trace::RecType::Kernel);
   }
   // A kernel launched with grid (grid_x, 1, 1) and block (128, 1, 1).
   void kernel_grid(const char* name, int64_t gpu_ns, uint32_t grid_x, uint16_t flags = 0) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     set_op(k.op, gpu_ns, flags);
     k.op.api = kLaunch;
     k.name_id = w_.intern(name);
     k.grid[0] = grid_x, k.grid[1] = k.grid[2] = 1;
     k.block[0] = 128, k.block[1] = k.block[2] = 1;
-    w_.add(k, fmt::RecType::Kernel);
+    w_.add(k, trace::RecType::Kernel);
   }
   void meta(const char* key, const char* value) { w_.meta(key, value); }
   // Explicit times (ns). The launch call takes 10 ns: cpu_begin = cpu_end - 10.
   void kernel_at(const char* name, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream,
                  uint16_t flags = 0) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     at(k.op, cpu_end, gpu_start, gpu_end, stream, flags);
     k.op.api = kLaunch;
     k.name_id = w_.intern(name);
-    w_.add(k, fmt::RecType::Kernel);
+    w_.add(k, trace::RecType::Kernel);
   }
-  void memcpy_at(fmt::CopyKind kind, uint64_t bytes, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
-                 uint32_t stream, uint16_t flags = fmt::kOpAsync) {
-    fmt::MemcpyRec m{};
+  void memcpy_at(trace::CopyKind kind, uint64_t bytes, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
+                 uint32_t stream, uint16_t flags = trace::kOpAsync) {
+    trace::MemcpyRec m{};
     at(m.op, cpu_end, gpu_start, gpu_end, stream, flags);
     m.op.api = kCopy;
     m.copy_kind = uint8_t(kind);
     m.bytes = bytes;
-    w_.add(m, fmt::RecType::Memcpy);
+    w_.add(m, trace::RecType::Memcpy);
   }
   void memset_at(uint64_t bytes, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream) {
-    fmt::MemsetRec m{};
-    at(m.op, cpu_end, gpu_start, gpu_end, stream, fmt::kOpAsync);
+    trace::MemsetRec m{};
+    at(m.op, cpu_end, gpu_start, gpu_end, stream, trace::kOpAsync);
     m.op.api = kSet;
     m.bytes = bytes;
-    w_.add(m, fmt::RecType::Memset);
+    w_.add(m, trace::RecType::Memset);
   }
-  void memcpy(fmt::CopyKind kind, uint64_t bytes, int64_t gpu_ns) {
-    fmt::MemcpyRec m{};
+  void memcpy(trace::CopyKind kind, uint64_t bytes, int64_t gpu_ns) {
+    trace::MemcpyRec m{};
     set_op(m.op, gpu_ns, 0);
     m.op.api = kCopy;
     m.copy_kind = uint8_t(kind);
     m.bytes = bytes;
-    w_.add(m, fmt::RecType::Memcpy);
+    w_.add(m, trace::RecType::Memcpy);
   }
   void memset(uint64_t bytes, int64_t gpu_ns) {
-    fmt::MemsetRec m{};
+    trace::MemsetRec m{};
     set_op(m.op, gpu_ns, 0);
     m.op.api = kSet;
     m.bytes = bytes;
-    w_.add(m, fmt::RecType::Memset);
+    w_.add(m, trace::RecType::Memset);
   }
-  void sync(fmt::SyncKind kind, int64_t cpu_ns, int32_t result = 0) {
-    fmt::SyncRec s{};
+  void sync(trace::SyncKind kind, int64_t cpu_ns, int32_t result = 0) {
+    trace::SyncRec s{};
     s.cpu_begin = now_ += 1000;
     s.cpu_end = s.cpu_begin + cpu_ns;
     s.kind = uint8_t(kind);
     s.api = kSync;
     s.result = result;
-    w_.add(s, fmt::RecType::Sync);
+    w_.add(s, trace::RecType::Sync);
   }
-  void sync_at(fmt::SyncKind kind, int64_t cpu_begin, int64_t cpu_end) {
-    fmt::SyncRec s{};
+  void sync_at(trace::SyncKind kind, int64_t cpu_begin, int64_t cpu_end) {
+    trace::SyncRec s{};
     s.cpu_begin = cpu_begin;
     s.cpu_end = cpu_end;
     s.kind = uint8_t(kind);
     s.api = kSync;
-    w_.add(s, fmt::RecType::Sync);
+    w_.add(s, trace::RecType::Sync);
   }
   void api(int32_t result) {
-    fmt::ApiRec a{};
+    trace::ApiRec a{};
     a.cpu_begin = now_ += 1000;
     a.cpu_end = a.cpu_begin + 10;
     a.api = kEvent;
     a.result = result;
-    w_.add(a, fmt::RecType::Api);
+    w_.add(a, trace::RecType::Api);
   }
   void alloc(int64_t cpu_ns) {
-    fmt::MemoryRec m{};
+    trace::MemoryRec m{};
     m.cpu_begin = now_ += 1000;
     m.cpu_end = m.cpu_begin + cpu_ns;
     m.api = kAlloc;
-    m.op = uint8_t(fmt::MemOp::Alloc);
+    m.op = uint8_t(trace::MemOp::Alloc);
     m.bytes = 4096;
-    w_.add(m, fmt::RecType::Memory);
+    w_.add(m, trace::RecType::Memory);
   }
   // gpu_ns < 0: no GPU projection (no timed GPU work inside). cpu_ns < 0: end before begin.
   void range(const char* name, int64_t cpu_ns, int64_t gpu_ns, uint32_t ops,
-             const char* domain = nullptr, fmt::RangeKind kind = fmt::RangeKind::PushPop,
-             fmt::RangeSource source = fmt::RangeSource::Api, uint16_t depth = 0) {
-    fmt::RangeRec g{};
+             const char* domain = nullptr, trace::RangeKind kind = trace::RangeKind::PushPop,
+             trace::RangeSource source = trace::RangeSource::Api, uint16_t depth = 0) {
+    trace::RangeRec g{};
     g.cpu_begin = now_ += 10000;
     g.cpu_end = g.cpu_begin + cpu_ns;
     if (gpu_ns >= 0) {
@@ -158,7 +158,7 @@ class TraceBuilder {
     }
     g.id = ++range_id_;
     g.tid = 42;
-    g.end_tid = kind == fmt::RangeKind::StartEnd ? 43 : 42;
+    g.end_tid = kind == trace::RangeKind::StartEnd ? 43 : 42;
     g.name_id = w_.intern(name);
     g.domain_id = domain ? w_.intern(domain) : 0;
     g.color = 0xff00ff00;
@@ -166,54 +166,54 @@ class TraceBuilder {
     g.depth = depth;
     g.kind = uint8_t(kind);
     g.source = uint8_t(source);
-    w_.add(g, fmt::RecType::Range);
+    w_.add(g, trace::RecType::Range);
   }
-  void mark(const char* name, fmt::RangeSource source = fmt::RangeSource::Api) {
-    fmt::MarkRec k{};
+  void mark(const char* name, trace::RangeSource source = trace::RangeSource::Api) {
+    trace::MarkRec k{};
     k.ts = now_ += 1000;
     k.tid = 42;
     k.name_id = w_.intern(name);
     k.source = uint8_t(source);
-    w_.add(k, fmt::RecType::Mark);
+    w_.add(k, trace::RecType::Mark);
   }
   void cpu_sample(uint16_t total, uint32_t process) {
-    fmt::CpuSampleRec c{};
+    trace::CpuSampleRec c{};
     c.ts = now_ += 1000;
     c.ncores = 2;
     c.total_util = total;
     c.process_util = process;
     uint16_t cores[2] = {total, total};
-    c.h.type = uint16_t(fmt::RecType::CpuSample);
+    c.h.type = uint16_t(trace::RecType::CpuSample);
     w_.append_var(&c, sizeof c, cores, sizeof cores);
   }
   void gpu_sample(uint16_t device, uint16_t util, uint64_t mem_used) {
-    fmt::GpuSampleRec g{};
+    trace::GpuSampleRec g{};
     g.ts = now_ += 1000;
     g.device = device;
     g.util = util;
     g.mem_util = uint16_t(util / 2);
     g.power_mw = 100000;
     g.mem_used = mem_used;
-    w_.add(g, fmt::RecType::GpuSample);
+    w_.add(g, trace::RecType::GpuSample);
   }
-  void window(uint32_t index, fmt::WindowEdge edge, int64_t ts) {
-    fmt::WindowRec w{};
+  void window(uint32_t index, trace::WindowEdge edge, int64_t ts) {
+    trace::WindowRec w{};
     w.ts = ts;
     w.index = index;
     w.reason_id = w_.intern("cudaProfilerApi");
     w.edge = uint8_t(edge);
-    w_.add(w, fmt::RecType::Window);
+    w_.add(w, trace::RecType::Window);
   }
   void skip_to(int64_t t) { now_ = t; }  // the next range/mark/op times start after t
   void dropped(uint64_t n) {
-    fmt::DroppedRec d{};
+    trace::DroppedRec d{};
     d.count = n;
-    w_.add(d, fmt::RecType::Dropped);
+    w_.add(d, trace::RecType::Dropped);
   }
-  void close(uint64_t dropped_total) { w_.close(dropped_total, fmt::kEndClean); }
+  void close(uint64_t dropped_total) { w_.close(dropped_total, trace::kEndClean); }
 
  private:
-  void set_op(fmt::OpCommon& op, int64_t gpu_ns, uint16_t flags) {
+  void set_op(trace::OpCommon& op, int64_t gpu_ns, uint16_t flags) {
     op.corr = ++corr_;
     op.cpu_begin = now_ += 1000;
     op.cpu_end = op.cpu_begin + 100;
@@ -224,7 +224,7 @@ class TraceBuilder {
     op.stream = 1;
     op.flags = flags;
   }
-  void at(fmt::OpCommon& op, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream,
+  void at(trace::OpCommon& op, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream,
           uint16_t flags) {
     op.corr = ++corr_;
     op.cpu_begin = cpu_end - 10;
@@ -249,28 +249,28 @@ void build_traces(std::string* rank1, std::string* rank0) {
   a.kernel("relu", 50);
   a.kernel("gemm", 300);
   a.kernel("relu", -1);
-  a.kernel("captured", -1, fmt::kOpCaptured | fmt::kOpNoGpuTime);
-  a.kernel("CUDA graph #1", 1000, 0, uint8_t(fmt::KernelKind::Graph));
-  a.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 8000, fmt::kOpInferredStart);
-  a.memcpy(fmt::CopyKind::HtoD, 1 << 20, 1000);
-  a.memcpy(fmt::CopyKind::DtoH, 4096, -1);
+  a.kernel("captured", -1, trace::kOpCaptured | trace::kOpNoGpuTime);
+  a.kernel("CUDA graph #1", 1000, 0, uint8_t(trace::KernelKind::Graph));
+  a.kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 8000, trace::kOpInferredStart);
+  a.memcpy(trace::CopyKind::HtoD, 1 << 20, 1000);
+  a.memcpy(trace::CopyKind::DtoH, 4096, -1);
   a.memset(256, 10);
-  a.sync(fmt::SyncKind::Stream, 500);
-  a.sync(fmt::SyncKind::EventQuery, 20, 600);  // CUDA_ERROR_NOT_READY: not an error
-  a.sync(fmt::SyncKind::Context, 100, 1);
+  a.sync(trace::SyncKind::Stream, 500);
+  a.sync(trace::SyncKind::EventQuery, 20, 600);  // CUDA_ERROR_NOT_READY: not an error
+  a.sync(trace::SyncKind::Context, 100, 1);
   a.api(0);
   a.api(719);
   a.alloc(3000);
   a.range("step", 1000, 600, 3);
-  a.range("fwd", 400, 300, 2, nullptr, fmt::RangeKind::PushPop, fmt::RangeSource::Nvtx, 1);
+  a.range("fwd", 400, 300, 2, nullptr, trace::RangeKind::PushPop, trace::RangeSource::Nvtx, 1);
   a.range("step", 3000, -1, 0);
-  a.range("io", 5000, -1, 0, "data", fmt::RangeKind::StartEnd, fmt::RangeSource::Nvtx);
+  a.range("io", 5000, -1, 0, "data", trace::RangeKind::StartEnd, trace::RangeSource::Nvtx);
   a.range("bad", -10, -5, 1);  // both clocks backwards: CPU 0, no GPU projection
   a.range("step_1", 2500, 2000, 4);
   a.range("step_2", 2700, 2100, 4);
   a.mark("epoch");
   a.mark("ckpt");
-  a.mark("epoch", fmt::RangeSource::Nvtx);
+  a.mark("epoch", trace::RangeSource::Nvtx);
   a.cpu_sample(1000, 9000);
   a.cpu_sample(3000, 11000);
   a.gpu_sample(0, 40, 1 << 30);
@@ -281,9 +281,9 @@ void build_traces(std::string* rank1, std::string* rank0) {
   TraceBuilder b(rank0, 0, 100);
   b.kernel("relu", 70);
   b.kernel("gemm", 400);
-  b.memcpy(fmt::CopyKind::DtoD, 2048, 4);
+  b.memcpy(trace::CopyKind::DtoD, 2048, 4);
   b.mark("epoch");
-  b.range("io", 1000, -1, 0, "data", fmt::RangeKind::StartEnd);  // ids interned in another order
+  b.range("io", 1000, -1, 0, "data", trace::RangeKind::StartEnd);  // ids interned in another order
   b.range("step", 2000, 800, 4);
   b.range("io", 700, 100, 1);  // same name, default domain: a different range name
   b.range("ProfilerStep#3", 3100, -1, 2);
@@ -346,10 +346,10 @@ TEST_CASE("summary totals of a synthetic run") {
   CHECK(ks[3].name == "relu");
   CHECK(ks[3].time.untimed == 1);
   CHECK(ks[3].time.mean_ns() == 60);
-  CHECK(m.memcpy_kind(size_t(fmt::CopyKind::DtoH)).time.untimed == 1);
-  CHECK(m.memcpy_kind(size_t(fmt::CopyKind::HtoD)).timed_bytes == 1 << 20);
-  CHECK(m.sync_kind(size_t(fmt::SyncKind::Stream)).total_ns == 500);
-  CHECK(m.sync_kind(size_t(fmt::SyncKind::Stream)).max_ns == 500);
+  CHECK(m.memcpy_kind(size_t(trace::CopyKind::DtoH)).time.untimed == 1);
+  CHECK(m.memcpy_kind(size_t(trace::CopyKind::HtoD)).timed_bytes == 1 << 20);
+  CHECK(m.sync_kind(size_t(trace::SyncKind::Stream)).total_ns == 500);
+  CHECK(m.sync_kind(size_t(trace::SyncKind::Stream)).max_ns == 500);
   CHECK(m.api_errors() == 2);
   CHECK(m.captured_ops() == 1);
   CHECK(m.dropped_records() == 8);
@@ -439,7 +439,7 @@ TEST_CASE("summary totals of a synthetic run") {
 TEST_CASE("sampled trace: a name's GPU time is estimated per launch configuration") {
   // Regression (H200, GPT small, --gpu-sample 0.1): a fill kernel launched with several sizes came
   // out 27% off when all its launches were estimated from the mean of its timed ones.
-  const uint16_t untimed = fmt::kOpNoGpuTime | fmt::kOpNotSampled;
+  const uint16_t untimed = trace::kOpNoGpuTime | trace::kOpNotSampled;
   std::string sampled, full;
   {
     TraceBuilder b(&sampled, 0, 1);
@@ -677,15 +677,15 @@ TEST_CASE("signed distributions: negative values and stddev stability") {
 }
 
 TEST_CASE("glob patterns") {
-  CHECK(glob_match("step_[0-9]*|ProfilerStep#[0-9]*", "step_12"));
-  CHECK(glob_match("step_[0-9]*|ProfilerStep#[0-9]*", "ProfilerStep#3"));
-  CHECK_FALSE(glob_match("step_[0-9]*|ProfilerStep#[0-9]*", "step_fwd"));
-  CHECK_FALSE(glob_match("step_[0-9]*|ProfilerStep#[0-9]*", "step"));
-  CHECK(glob_match("*train?step*", "my_train_step_4"));
-  CHECK(glob_match("[!a-c]x", "dx"));
-  CHECK_FALSE(glob_match("[!a-c]x", "bx"));
-  CHECK(glob_match("", ""));
-  CHECK_FALSE(glob_match("a", ""));
+  CHECK(trace::name_pattern_match("step_[0-9]*|ProfilerStep#[0-9]*", "step_12"));
+  CHECK(trace::name_pattern_match("step_[0-9]*|ProfilerStep#[0-9]*", "ProfilerStep#3"));
+  CHECK_FALSE(trace::name_pattern_match("step_[0-9]*|ProfilerStep#[0-9]*", "step_fwd"));
+  CHECK_FALSE(trace::name_pattern_match("step_[0-9]*|ProfilerStep#[0-9]*", "step"));
+  CHECK(trace::name_pattern_match("*train?step*", "my_train_step_4"));
+  CHECK(trace::name_pattern_match("[!a-c]x", "dx"));
+  CHECK_FALSE(trace::name_pattern_match("[!a-c]x", "bx"));
+  CHECK(trace::name_pattern_match("", ""));
+  CHECK_FALSE(trace::name_pattern_match("a", ""));
 }
 
 // ---- temporal breakdown ----------------------------------------------------------------------
@@ -797,7 +797,7 @@ TEST_CASE("breakdown from trace records: activity, HTA split, launch latency") {
   TraceBuilder b(&bytes, 0, 1);
   const int64_t o = 1000000;  // the hand-built timeline, records out of time order
   b.kernel_at("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn", o + 0, o + 100, o + 300, 1);
-  b.memcpy_at(fmt::CopyKind::HtoD, 1000, o + 550, o + 600, o + 700, 1);
+  b.memcpy_at(trace::CopyKind::HtoD, 1000, o + 550, o + 600, o + 700, 1);
   b.kernel_at("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn", o + 650, o + 800, o + 1000, 1);
   b.kernel_at("void relu<c10::Half>(c10::Half*)", o + 1150, o + 1100, o + 1200, 1);
   b.kernel_at("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", o + 50, o + 200, o + 500, 2);
@@ -908,9 +908,9 @@ TEST_CASE("per-window table: records go to the window they began in, whatever th
   b.range("step_2", 7000, -1, 0);                      // cpu_begin 2,010,000
   b.kernel_at("k", 2500010, 2500100, 2500400, 1);      // 300 ns
   b.kernel_at("k", 2600010, 0, 0, 1);                  // untimed: counted, no time
-  b.window(0, fmt::WindowEdge::Begin, 1000000);
-  b.window(0, fmt::WindowEdge::End, 1600000);
-  b.window(1, fmt::WindowEdge::Begin, 2000000);
+  b.window(0, trace::WindowEdge::Begin, 1000000);
+  b.window(0, trace::WindowEdge::End, 1600000);
+  b.window(1, trace::WindowEdge::Begin, 2000000);
   b.close(0);
   nlohmann::ordered_json j = summarise({{&out, "r0.cutrace"}}, SummaryOptions{}).to_json();
   const auto& w = j["ranks"][0]["windows"];
@@ -933,12 +933,12 @@ TEST_CASE("per-window table: records go to the window they began in, whatever th
 TEST_CASE("per-window table: a trace of one window gives that window the file's kernels and steps") {
   std::string out;
   TraceBuilder b(&out, 0, 1);
-  b.window(0, fmt::WindowEdge::Begin, 1000000);
+  b.window(0, trace::WindowEdge::Begin, 1000000);
   for (int s = 0; s < 10; ++s) {
     b.range(("step_" + std::to_string(s)).c_str(), 5000 + s, -1, 0);
     for (int k = 0; k < 4; ++k) b.kernel("k", 100);
   }
-  b.window(0, fmt::WindowEdge::End, 9000000);
+  b.window(0, trace::WindowEdge::End, 9000000);
   b.close(0);
   nlohmann::ordered_json j = summarise({{&out, "r0.cutrace"}}, SummaryOptions{}).to_json();
   const auto& w = j["ranks"][0]["windows"];
@@ -992,17 +992,17 @@ TEST_CASE("filters: rank, capture window, time span, steps between synchronisati
   const int64_t o = 1000000;
   for (std::string* out : {&r0, &r1}) {
     TraceBuilder b(out, out == &r0 ? 0 : 1, 1);
-    b.window(0, fmt::WindowEdge::Begin, o + 590);
-    b.sync_at(fmt::SyncKind::Context, o - 500, o - 100);
+    b.window(0, trace::WindowEdge::Begin, o + 590);
+    b.sync_at(trace::SyncKind::Context, o - 500, o - 100);
     b.kernel_at("k", o + 0, o + 100, o + 300, 1);           // cpu_begin o - 10
-    b.memcpy_at(fmt::CopyKind::HtoD, 8, o + 550, o + 600, o + 700, 1);
+    b.memcpy_at(trace::CopyKind::HtoD, 8, o + 550, o + 600, o + 700, 1);
     b.kernel_at("k", o + 650, o + 800, o + 1000, 1);        // cpu_begin o + 640
-    b.sync_at(fmt::SyncKind::Context, o + 700, o + 1000);
+    b.sync_at(trace::SyncKind::Context, o + 700, o + 1000);
     b.kernel_at("k", o + 1150, o + 1100, o + 1200, 1);      // cpu_begin o + 1140
     b.memset_at(8, o + 900, o + 950, o + 1100, 2);          // cpu_begin o + 890
-    b.window(0, fmt::WindowEdge::End, o + 1000);
-    b.sync_at(fmt::SyncKind::Context, o + 1300, o + 2500);
-    b.sync_at(fmt::SyncKind::Stream, o + 1300, o + 2600);
+    b.window(0, trace::WindowEdge::End, o + 1000);
+    b.sync_at(trace::SyncKind::Context, o + 1300, o + 2500);
+    b.sync_at(trace::SyncKind::Stream, o + 1300, o + 2600);
     b.close(0);
   }
   auto run = [&](SummaryOptions opt) { return summarise({{&r0, "r0.cutrace"}, {&r1, "r1.cutrace"}}, opt).to_json(); };
@@ -1043,7 +1043,7 @@ TEST_CASE("filters: rank, capture window, time span, steps between synchronisati
 
   // Steps between context synchronisations: (o-100, o+1000] and (o+1000, o+2500].
   SummaryOptions sync;
-  sync.step_sync = uint8_t(fmt::SyncKind::Context);
+  sync.step_sync = uint8_t(trace::SyncKind::Context);
   j = run(sync);
   CHECK(j["steps"]["source"] == "sync:context");
   CHECK(j["steps"]["count"] == 4);

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "collector/stacks.h"
-#include "collector/writer.h"
+#include "trace/writer.h"
 #include "test/unit/export_fixture.h"
-#include "tools/exports.h"
-#include "tools/summary_model.h"
+#include "tools/export/exports.h"
+#include "tools/analysis/summary_model.h"
 
 using namespace cutrace;
 
@@ -52,35 +52,35 @@ class Trace {
     for (auto f : fns) pcs.push_back(pc_in(f));
     return in_.intern(pcs.data(), uint32_t(pcs.size()), [](uint64_t) { return false; });
   }
-  void op_stack(uint64_t corr, uint32_t stack, fmt::RecType type) {
-    fmt::OpStackRec o{};
+  void op_stack(uint64_t corr, uint32_t stack, trace::RecType type) {
+    trace::OpStackRec o{};
     o.corr = corr, o.stack = stack, o.op_type = uint16_t(type);
-    w_.add(o, fmt::RecType::OpStack);
+    w_.add(o, trace::RecType::OpStack);
   }
   // A synchronisation of cpu_ns at time t; its stack (0 = none) goes first, as the collector does.
-  uint64_t sync(fmt::SyncKind kind, uint16_t api, int64_t t, int64_t cpu_ns, uint32_t stack) {
+  uint64_t sync(trace::SyncKind kind, uint16_t api, int64_t t, int64_t cpu_ns, uint32_t stack) {
     uint64_t corr = ++corr_;
-    if (stack) op_stack(corr, stack, fmt::RecType::Sync);
-    fmt::SyncRec s{};
+    if (stack) op_stack(corr, stack, trace::RecType::Sync);
+    trace::SyncRec s{};
     s.cpu_begin = t, s.cpu_end = t + cpu_ns, s.kind = uint8_t(kind), s.api = api, s.corr = corr, s.tid = 7;
-    w_.add(s, fmt::RecType::Sync);
+    w_.add(s, trace::RecType::Sync);
     return corr;
   }
   uint64_t next_corr() { return ++corr_; }
   void memcpy(uint64_t corr, uint16_t api, int64_t t, int64_t cpu_ns, uint16_t flags) {
-    fmt::MemcpyRec m{};
+    trace::MemcpyRec m{};
     m.op.corr = corr, m.op.cpu_begin = t, m.op.cpu_end = t + cpu_ns, m.op.api = api, m.op.flags = flags;
     m.op.stream = 1, m.op.tid = 7, m.op.gpu_start = t + 10, m.op.gpu_end = t + 20;
-    m.copy_kind = uint8_t(fmt::CopyKind::DtoH), m.bytes = 64;
-    w_.add(m, fmt::RecType::Memcpy);
+    m.copy_kind = uint8_t(trace::CopyKind::DtoH), m.bytes = 64;
+    w_.add(m, trace::RecType::Memcpy);
   }
   void kernel(uint64_t corr, int64_t t) {
-    fmt::KernelRec k{};
+    trace::KernelRec k{};
     k.op.corr = corr, k.op.cpu_begin = t, k.op.cpu_end = t + 5, k.op.api = kLaunch, k.op.stream = 1, k.op.tid = 7;
     k.op.gpu_start = t + 10, k.op.gpu_end = t + 30, k.name_id = w_.intern("k");
-    w_.add(k, fmt::RecType::Kernel);
+    w_.add(k, trace::RecType::Kernel);
   }
-  void close() { w_.close(0, fmt::kEndClean); }
+  void close() { w_.close(0, trace::kEndClean); }
 
  private:
   void init() {
@@ -93,9 +93,9 @@ class Trace {
     w_.api_name(kCopyAsync, "cuMemcpyDtoHAsync");
     w_.api_name(kEventQuery, "cuEventQuery");
     w_.api_name(kLaunch, "cuLaunchKernel");
-    fmt::StreamRec st{};
+    trace::StreamRec st{};
     st.stream = 1;
-    w_.add(st, fmt::RecType::Stream);
+    w_.add(st, trace::RecType::Stream);
   }
   TraceWriter w_;
   StackInterner in_;
@@ -117,7 +117,7 @@ SummaryModel summarise(const std::vector<const std::string*>& files, SummaryOpti
 // File A: site_one and site_two (called from site_one's caller stand-in: site_two below site_one).
 // File B: the same two stacks, interned in the other order (other ids).
 void build(std::string* a, std::string* b) {
-  using K = fmt::SyncKind;
+  using K = trace::SyncKind;
   using sync_sites_test_ns::site_one;
   using sync_sites_test_ns::site_two;
   {
@@ -129,12 +129,12 @@ void build(std::string* a, std::string* b) {
     t.sync(K::Context, kCtxSync, 3000, 50, two);
     t.sync(K::EventQuery, kEventQuery, 3500, 5, one);  // a query does not block: not a site
     uint64_t copy = t.next_corr();
-    t.op_stack(copy, two, fmt::RecType::Memcpy);  // a blocking copy: its record comes later
+    t.op_stack(copy, two, trace::RecType::Memcpy);  // a blocking copy: its record comes later
     uint64_t async = t.next_corr();
-    t.op_stack(async, one, fmt::RecType::Memcpy);  // an async copy (--backtrace all): not a site
+    t.op_stack(async, one, trace::RecType::Memcpy);  // an async copy (--backtrace all): not a site
     t.sync(K::Stream, kStreamSync, 4000, 70, 0);   // no stack
     t.memcpy(copy, kDtoH, 5000, 40, 0);
-    t.memcpy(async, kCopyAsync, 6000, 3, fmt::kOpAsync);
+    t.memcpy(async, kCopyAsync, 6000, 3, trace::kOpAsync);
     t.close();
   }
   {
@@ -204,9 +204,9 @@ TEST_CASE("chrome export: host events carry their call stack in args.backtrace")
     Trace t(path);
     uint32_t one = t.stack({sync_sites_test_ns::site_one, sync_sites_test_ns::site_two});
     uint64_t launch = t.next_corr();
-    t.op_stack(launch, one, fmt::RecType::Kernel);
-    t.sync(fmt::SyncKind::Stream, kStreamSync, 2000, 100, one);
-    t.sync(fmt::SyncKind::Stream, kStreamSync, 3000, 100, 0);
+    t.op_stack(launch, one, trace::RecType::Kernel);
+    t.sync(trace::SyncKind::Stream, kStreamSync, 2000, 100, one);
+    t.sync(trace::SyncKind::Stream, kStreamSync, 3000, 100, 0);
     t.kernel(launch, 1500);
     t.close();
   }
@@ -215,7 +215,7 @@ TEST_CASE("chrome export: host events carry their call stack in args.backtrace")
   nlohmann::json doc = nlohmann::json::parse(export_fixture::read_file(dir.path + "/out.json"));
   std::vector<nlohmann::json> syncs, launches;
   for (const auto& ev : doc["traceEvents"]) {
-    // Host events: the runtime names Kineto writes (tools/export_kineto.h).
+    // Host events: the runtime names Kineto writes (tools/export/kineto.h).
     if (ev.value("cat", "") == "cuda_runtime" && ev.value("name", "") == "cudaStreamSynchronize") syncs.push_back(ev);
     if (ev.value("cat", "") == "cuda_runtime" && ev.value("name", "") == "cudaLaunchKernel") launches.push_back(ev);
   }

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 #include <time.h>
 #include <vector>
-#include "shim/ticks.h"
+#include "runtime/ticks.h"
 
 using namespace cutrace;
 

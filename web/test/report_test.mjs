@@ -169,7 +169,7 @@ test('timeline: track tree, zoom keys, select an event, its details and launch l
   assert.equal(await text('[data-field="name"]'), ev.name);
   assert.equal(await text('[data-field="duration"]'), (await page.evaluate((d) => CT.fmtNs(d), ev.d)));
   assertNs(await text('[data-field="duration"]'), ev.d, 'selected duration');
-  assert.match(await text('[data-field="detail"]'), /^grid 1024x1x1  block 256x1x1/);
+  assert.match(await text('[data-field="detail"]'), /^grid 1024x1x1 {2}block 256x1x1/);
   assert.match(await text('[data-field="backtrace"]'), /not recorded/);
   // The launch on the host is linked by correlation id (the arrow's other end).
   const linked = await page.evaluate(() => window.cutraceTimeline.linked());

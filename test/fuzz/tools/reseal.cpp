@@ -11,30 +11,30 @@
 #include <string>
 #include <vector>
 
-#include "collector/format.h"
+#include "trace/format.h"
 
-namespace fmt = cutrace::fmt;
+namespace trace = cutrace::trace;
 
 int main(int argc, char** argv) {
   if (argc != 3) return std::fprintf(stderr, "usage: reseal IN OUT\n"), 2;
   std::ifstream in(argv[1], std::ios::binary);
   std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  fmt::FileHeader fh{};
+  trace::FileHeader fh{};
   if (t.size() < sizeof fh) return std::fprintf(stderr, "reseal: too short\n"), 1;
   std::memcpy(&fh, t.data(), sizeof fh);
   size_t pos = fh.header_size, fixed = 0;
-  std::vector<char> raw(fmt::kMaxBlockRaw);
-  while (pos + sizeof(fmt::BlockHeader) <= t.size()) {
-    fmt::BlockHeader bh;
+  std::vector<char> raw(trace::kMaxBlockRaw);
+  while (pos + sizeof(trace::BlockHeader) <= t.size()) {
+    trace::BlockHeader bh;
     std::memcpy(&bh, t.data() + pos, sizeof bh);
     size_t body = pos + sizeof bh;
-    if (bh.magic != fmt::kBlockMagic || bh.raw_size > fmt::kMaxBlockRaw || bh.compressed_size > t.size() - body) {
+    if (bh.magic != trace::kBlockMagic || bh.raw_size > trace::kMaxBlockRaw || bh.compressed_size > t.size() - body) {
       ++pos;  // resynchronise like the reader
       continue;
     }
     int n = LZ4_decompress_safe(t.data() + body, raw.data(), int(bh.compressed_size), int(raw.size()));
     if (n == int(bh.raw_size)) {
-      bh.checksum = fmt::xxh32(raw.data(), size_t(n));
+      bh.checksum = trace::xxh32(raw.data(), size_t(n));
       std::memcpy(&t[pos], &bh, sizeof bh);
       ++fixed;
     }

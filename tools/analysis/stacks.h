@@ -1,0 +1,99 @@
+// Call stacks in the tools: the Module and Stack records of a trace (collector/stacks.h wrote
+// them) and their symbolisation from the modules' ELF symbol tables (.symtab, else .dynsym;
+// also the separate debug file /usr/lib/debug/.build-id/xx/yyyy.debug when installed), read
+// with elfutils' libelf and cached per module; C++ names are demangled. Symbolisation happens
+// here, on the machine that runs the tool: the module files must be there (same paths), and a
+// module whose build-id differs from the recorded one is not symbolised (frames keep their
+// module + offset). Python frames are not reconstructed: a Python program's syncs show the
+// interpreter's native frames (e.g. _PyEval_EvalFrameDefault) above the extension's.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include "trace/reader.h"
+
+namespace cutrace {
+
+struct ModuleInfo {
+  std::string path;
+  std::string build_id;  // lowercase hex, "" = not recorded
+  uint64_t base = 0;
+  uint64_t size = 0;
+};
+
+// The Module and Stack records of one file, fed in file order (each precedes its first use).
+class StackTable {
+ public:
+  // Keeps Module and Stack records; returns false for any other record.
+  bool absorb(const Record& rec, const TraceReader& r);
+  const std::vector<trace::StackFrame>* stack(uint32_t id) const;  // nullptr if unknown
+  const ModuleInfo* module(uint32_t id) const;                   // nullptr if unknown
+  size_t stacks() const { return stacks_.size(); }
+  size_t modules() const { return modules_.size(); }
+
+ private:
+  std::unordered_map<uint32_t, ModuleInfo> modules_;
+  std::unordered_map<uint32_t, std::vector<trace::StackFrame>> stacks_;
+};
+
+// OpStack records: each operation's call stack id, kept from its OpStack record (which comes
+// first, for a GPU operation possibly by much) until the operation's own record takes it.
+class OpStacks {
+ public:
+  void link(const trace::OpStackRec& o) { pending_[uint64_t(o.corr)] = o.stack; }  // copy: packed field
+  uint32_t take(uint64_t corr) {  // 0 = no stack recorded for this operation
+    if (pending_.empty()) return 0;
+    auto it = pending_.find(corr);
+    if (it == pending_.end()) return 0;
+    uint32_t id = it->second;
+    pending_.erase(it);
+    return id;
+  }
+  void clear() { pending_.clear(); }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> pending_;
+};
+
+struct SymFrame {
+  std::string function;  // demangled; "" when unknown
+  std::string module;    // path; "" when the PC was in no module
+  uint64_t offset = 0;   // in the module (return address), or the raw PC without a module
+};
+// "function (libfoo.so+0x1a2b)", "libfoo.so+0x1a2b" or "0x7f...": the module's file name only.
+std::string frame_text(const SymFrame& f);
+
+struct ElfSymbol {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  std::string name;  // as in the symbol table (mangled); Symbolizer demangles the ones it uses
+};
+
+// The function symbols of an ELF file (both tables, sorted by address, duplicates removed) and
+// its GNU build-id. False (with *why) if the file cannot be read as ELF.
+bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std::string* build_id,
+                      std::string* why);
+// The symbol containing `addr`, or nullptr (a sized symbol must contain it; an unsized one is
+// taken when it is the nearest below).
+const ElfSymbol* find_symbol(const std::vector<ElfSymbol>& syms, uint64_t addr);
+
+class Symbolizer {
+ public:
+  SymFrame frame(const StackTable& t, const trace::StackFrame& f);
+  std::vector<SymFrame> stack(const StackTable& t, uint32_t id);  // empty if unknown
+  // Modules that could not be symbolised: "path: why", once each.
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  struct Syms {
+    std::vector<ElfSymbol> v;
+  };
+  const Syms& load(const ModuleInfo& m);
+  std::map<std::pair<std::string, std::string>, Syms> cache_;  // (path, build id)
+  std::vector<std::string> problems_;
+};
+
+}  // namespace cutrace

@@ -1,0 +1,490 @@
+// Aggregation behind `cutrace summary`: streams trace files once (twice with --window or
+// --step-sync, whose first pass reads only Window/Sync records) and keeps, in memory that does not
+// grow with the number of records:
+//   - per kernel name, per copy kind, memsets: count, GPU time total/min/max, sum of squares (for
+//     the standard deviation) and a log-bucket histogram (for the median and percentiles);
+//   - per CUDA API: count and CPU time; per sync kind: count and blocked CPU time;
+//   - per NVTX range name: CPU and GPU-projection time distributions; steps (ranges matching
+//     --step-pattern, or the intervals between --step-sync synchronisations);
+//   - launch latency, short kernels, per device a timeline sweep (tools/analysis/breakdown.h) for the
+//     activity distribution and the HTA-style temporal breakdown, NVML and CPU samples;
+//   - one line per file (rank) with its own kernel, step and device figures.
+// docs/SUMMARY.md defines every figure and every key of the JSON document.
+//
+// GPU time is gpu_end - gpu_start, counted only when both are non-zero and end >= start; other
+// operations are "untimed". `count` includes untimed operations; mean = total / timed count.
+// Operations issued while a stream was capturing a CUDA graph did not run then: they are only
+// counted in captured_ops (the graph launch is a Kernel record of kind Graph). A graph launch whose
+// replay's operations follow it (flag GraphNode, CUPTI timing) counts as a call (API table, launch
+// latency) and in graph_replays; its nodes are the GPU work (kernels, copies, memsets), no calls.
+//
+// Ranges (Range records) are grouped by (domain, name). CPU time is cpu_end - cpu_begin (never
+// negative); the GPU projection gpu_end - gpu_start counts only when both are non-zero and
+// end >= start (gpu_count of them); gpu_ops sums the operations launched inside. At most
+// kMaxRangeNames distinct (domain, name) pairs and kMaxMarkNames mark names are kept, in the
+// order first met; later names are summed under kOtherNames ("(other names)").
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include "tools/analysis/losses.h"
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/name_pattern.h"
+#include "trace/reader.h"
+#include "tools/analysis/breakdown.h"
+#include "tools/analysis/precision.h"
+#include "tools/analysis/runs.h"
+#include "tools/analysis/stacks.h"
+
+namespace cutrace {
+
+// Saturating arithmetic for times read from a file: a damaged one may hold any value, and a sum
+// or a difference of two must not overflow (fuzz_summary: signed integer overflow).
+// (Written as a branch that is never taken on real traces, not a select: fewer instructions.)
+inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_expect(!__builtin_add_overflow(a, b, &r), 1)) return r;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+inline int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_expect(!__builtin_sub_overflow(a, b, &r), 1)) return r;
+  return b < 0 ? INT64_MAX : INT64_MIN;
+}
+
+// Counts of non-negative values in logarithmic buckets (HDR-style): values below 64 exactly, then
+// 64 equal buckets per power of two up to 2^44 ns (4.9 hours; larger values land in the last
+// bucket). A value is reported as the middle of its bucket, within 0.79% of any value in it;
+// callers clamp to the exact min/max. The first kInline values are kept exactly (small sets
+// have exact percentiles); the 9.75 KiB of buckets are allocated with the next one.
+class LogHistogram {
+ public:
+  static constexpr int kSubBits = 6;  // 64 buckets per power of two
+  static constexpr int kMaxExp = 44;  // values below 2^44
+  static constexpr int kBuckets = (kMaxExp - kSubBits + 1) << kSubBits;
+  static constexpr size_t kInline = 8;
+
+  [[gnu::always_inline]] void add(int64_t v) {  // v < 0 counts as 0
+    if (counts_.empty()) {
+      if (n_ < kInline) {
+        small_[n_++] = v < 0 ? 0 : v;
+        return;
+      }
+      start();
+    }
+    ++counts_[size_t(bucket(v))];
+    ++n_;
+  }
+  void merge(const LogHistogram& o);
+  uint64_t count() const { return n_; }
+  bool exact() const { return counts_.empty(); }
+  // The k-th smallest value (1 <= k <= count()): exact while exact(), else its bucket's value.
+  int64_t at_rank(uint64_t k) const;
+
+  // fn(value, count) for each non-empty bucket (or each exact value), smallest first.
+  template <class Fn>
+  void for_each(Fn fn) const {
+    if (counts_.empty()) {
+      size_t m = std::min<size_t>(n_, kInline);
+      std::array<int64_t, kInline> v = small_;
+      std::sort(v.begin(), v.begin() + ptrdiff_t(m));
+      for (size_t i = 0; i < m; ++i) fn(v[i], uint64_t(1));
+      return;
+    }
+    for (int b = 0; b < kBuckets; ++b) {
+      if (counts_[size_t(b)]) fn(bucket_value(b), uint64_t(counts_[size_t(b)]));
+    }
+  }
+
+  [[gnu::always_inline]] static int bucket(int64_t v) {
+    if (v < (1 << kSubBits)) return v < 0 ? 0 : int(v);
+    if (v >= (int64_t(1) << kMaxExp)) return kBuckets - 1;
+    int shift = 63 - __builtin_clzll(uint64_t(v)) - kSubBits;  // >= 0
+    // v >> shift is in [64, 128): 64 + the sub-bucket, so no mask is needed. Equal to
+    // ((e - kSubBits + 1) << kSubBits) + ((v >> shift) & 63), e = shift + kSubBits (unit test).
+    return (shift << kSubBits) + int(v >> shift);
+  }
+  static int64_t bucket_low(int b);   // smallest integer of bucket b
+  static int64_t bucket_value(int b); // its representative value
+
+ private:
+  void start();  // moves the exact values into buckets
+  std::vector<uint32_t> counts_;  // kBuckets, once more than kInline values were added
+  uint64_t n_ = 0;
+  std::array<int64_t, kInline> small_{};
+};
+
+// Count, sum, min, max, exact sum of squares, and a histogram of int64 values (negative values
+// in a second, mirrored histogram). The standard deviation is computed from the exact integer
+// sums (no rounding before the final division), so it is as stable as Welford's method and
+// merges exactly.
+struct Dist {
+  uint64_t n = 0;
+  int64_t sum = 0;
+  int64_t min = 0;  // 0 when n == 0
+  int64_t max = 0;
+  // Sum of squares, exact: below 2^128 for any real trace (2^40 values of 2^44 ns); only a
+  // damaged file's values near 2^63 can wrap it, which is defined for unsigned (a meaningless
+  // stddev, never undefined behaviour).
+  unsigned __int128 sumsq = 0;
+  LogHistogram pos, neg;
+
+  [[gnu::always_inline]] void add(int64_t v) {
+    if (__builtin_expect(n == 0, 0)) {  // (one test of n, not one per bound)
+      min = max = v;
+    } else {
+      min = std::min(min, v);
+      max = std::max(max, v);
+    }
+    ++n;
+    sum = sat_add(sum, v);
+    sumsq += static_cast<unsigned __int128>(__int128(v) * v);
+    if (v >= 0) pos.add(v);
+    else neg.add(v == INT64_MIN ? INT64_MAX : -v);
+  }
+  void merge(const Dist& o);
+  int64_t mean() const { return n ? sum / int64_t(n) : 0; }
+  int64_t percentile(double p) const;  // nearest rank, p in [0, 1]; 0 when empty
+  int64_t median() const { return percentile(0.5); }
+  int64_t stddev() const;  // sample standard deviation (n - 1), rounded; 0 when n < 2
+};
+
+struct TimeStat {
+  uint64_t count = 0;    // operations
+  uint64_t untimed = 0;  // operations without a GPU time
+  Dist gpu;              // GPU times of the timed operations
+
+  [[gnu::always_inline]] void add(int64_t gpu_start, int64_t gpu_end) {
+    ++count;
+    if (gpu_start == 0 || gpu_end == 0 || gpu_end < gpu_start) ++untimed;
+    else gpu.add(sat_sub(gpu_end, gpu_start));
+  }
+  void merge(const TimeStat& o);
+  uint64_t timed() const { return count - untimed; }
+  int64_t total_ns() const { return gpu.sum; }
+  int64_t mean_ns() const { return gpu.mean(); }
+  int64_t min_ns() const { return gpu.min; }
+  int64_t max_ns() const { return gpu.max; }
+};
+
+struct KernelStat {
+  std::string name;
+  TimeStat time;
+  Precision precision = Precision::Other;
+  bool comm = false;  // a communication kernel (name starts with "nccl")
+  // GPU time of all its launches: the measured total; in a file whose GPU times are a sample
+  // (--gpu-sample), an estimate per launch configuration (grid, block): the mean of the
+  // configuration's timed launches x its count, the name's mean standing in for a configuration
+  // never timed (one name launched with several sizes takes different times).
+  int64_t est_ns = 0;
+};
+
+struct PrecisionTotal {  // kernels of one inferred precision
+  uint64_t names = 0;
+  uint64_t count = 0;  // launches
+  int64_t total_ns = 0;
+};
+
+struct CopyStat {  // memcpy of one kind, or memset
+  TimeStat time;
+  uint64_t bytes = 0;
+  uint64_t timed_bytes = 0;  // bytes of timed operations: bandwidth = timed_bytes / total_ns
+  void merge(const CopyStat& o);
+};
+
+struct CpuTimeStat {  // CPU time of host calls: cpu_end - cpu_begin, never negative
+  uint64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  void add(int64_t cpu_begin, int64_t cpu_end) {
+    int64_t d = cpu_end > cpu_begin ? sat_sub(cpu_end, cpu_begin) : 0;
+    ++count;
+    total_ns = sat_add(total_ns, d);
+    if (d > max_ns) max_ns = d;
+  }
+  void merge(const CpuTimeStat& o) {
+    count += o.count;
+    total_ns = sat_add(total_ns, o.total_ns);
+    max_ns = std::max(max_ns, o.max_ns);
+  }
+  int64_t mean_ns() const { return count ? total_ns / int64_t(count) : 0; }
+};
+using SyncStat = CpuTimeStat;  // blocked CPU time of synchronisation calls
+
+// One call site that blocked the CPU on the GPU: synchronisations (context, stream, event) and
+// blocking (non-Async) copies and memsets that share a symbolised call stack, over all files.
+struct SyncSite {
+  std::vector<SymFrame> frames;  // innermost first
+  CpuTimeStat time;              // blocked CPU time (cpu_end - cpu_begin)
+  std::map<std::string, uint64_t> apis;  // CUDA call -> count
+};
+
+// The call site's name: the text ("function (module+0xoffset)") of the innermost frame with a
+// known function outside the CUDA runtime and driver libraries (libcudart*, libcuda.so*); else
+// the innermost frame's text.
+std::string sync_site_label(const SyncSite& s);
+
+struct ApiStat {
+  std::string name;
+  CpuTimeStat time;
+};
+
+struct RangeStat {
+  uint64_t count = 0;  // closed ranges: the statistics below are theirs
+  uint64_t open = 0;   // ranges not ended when the trace ended: counted apart, in no statistic
+  Dist cpu;  // cpu_end - cpu_begin, never negative
+  Dist gpu;  // GPU projections (gpu.n of the ranges have one)
+  uint64_t gpu_ops = 0;
+
+  void add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t ops);
+  void merge(const RangeStat& o);
+  uint64_t gpu_count() const { return gpu.n; }
+  int64_t cpu_total_ns() const { return cpu.sum; }
+  int64_t cpu_mean_ns() const { return cpu.mean(); }
+  int64_t gpu_total_ns() const { return gpu.sum; }
+  int64_t gpu_mean_ns() const { return gpu.mean(); }
+};
+
+struct RangeSummary {
+  std::string name;
+  std::string domain;  // "" = the default domain
+  RangeStat stat;
+};
+
+struct HistBin {  // [lo_ns, hi_ns): count values
+  int64_t lo_ns = 0;
+  int64_t hi_ns = 0;
+  uint64_t count = 0;
+};
+
+// Step durations. Exact values are kept for up to kMaxExactSteps steps over all files (the
+// histogram and percentiles are then exact); beyond that the log histograms answer.
+struct StepStats {
+  static constexpr size_t kMaxExactSteps = size_t(1) << 20;
+  Dist cpu, gpu;
+  std::vector<int64_t> cpu_values, gpu_values;  // exact, while complete
+  bool exact = true;
+  void add(int64_t cpu_ns, bool has_gpu, int64_t gpu_ns);
+  void merge(const StepStats& o);
+  int64_t cpu_percentile(double p) const;
+  int64_t gpu_percentile(double p) const;
+  // 10-20 equal bins from min to max (1 bin when all values are equal; none when empty).
+  std::vector<HistBin> bins(bool gpu) const;
+};
+
+struct LaunchOutlier {
+  int64_t latency_ns = 0;
+  std::string name;
+  int64_t rank = -1;
+  std::string file;
+  uint64_t corr = 0;
+  int64_t cpu_end = 0;
+  int64_t gpu_start = 0;
+};
+
+struct DeviceInfo {
+  uint16_t device = 0;
+  std::string name;
+  uint16_t cc_major = 0, cc_minor = 0, sm_count = 0;
+  uint64_t total_mem = 0;
+};
+
+struct NvmlStat {  // GpuSample records of one device
+  uint16_t device = 0;
+  uint64_t samples = 0;
+  uint64_t util_sum = 0;      // percent
+  uint64_t mem_util_sum = 0;  // percent
+  uint64_t power_mw_sum = 0;
+  uint64_t mem_used_max = 0;
+  double util_mean() const { return samples ? double(util_sum) / double(samples) : 0; }
+  double mem_util_mean() const { return samples ? double(mem_util_sum) / double(samples) : 0; }
+  double power_w_mean() const { return samples ? double(power_mw_sum) / 1e3 / double(samples) : 0; }
+};
+
+struct DeviceActivity {  // what one device of one file did
+  uint16_t device = 0;
+  GpuBreakdown timeline;
+};
+
+// One capture window of one file (between its Window edges) and what it holds.
+struct WindowSummary {
+  uint32_t index = 0;     // the window's number in its file (0, 1, 2, ...)
+  int64_t begin_ns = 0;
+  int64_t end_ns = -1;    // -1: no end edge (the file ends inside the window)
+  uint64_t kernels = 0;   // launches (captured ones excluded)
+  int64_t kernel_ns = 0;  // GPU time of the timed ones
+  Dist steps;             // CPU durations of its steps
+};
+
+struct FileSummary {  // one trace file: one process, usually one rank
+  std::string file;
+  std::string host;
+  std::string cmdline;
+  int64_t rank = -1;  // -1: not recorded
+  int64_t pid = 0;
+  int64_t local_rank = -1;
+  int64_t world_size = -1;
+  std::string version;
+  std::vector<DeviceInfo> devices;
+  ReadStatus status;
+  uint64_t dropped = 0;  // max(End.dropped, sum of Loss/Dropped records)
+  tools::LossFacts losses;  // the records this trace is missing, by kind (tools/analysis/losses.h)
+  int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
+  bool read_error = false;
+  std::string gpu_timing;        // meta gpu_timing: cupti, end, exact, none
+  double gpu_sample = 1;         // meta gpu_sample: fraction of the time GPU times were taken in
+  int64_t gpu_sample_period_ns = 0;
+  uint64_t not_sampled = 0;      // GPU operations flagged not_sampled (no GPU time by design)
+
+  // This file's own figures, for the per-rank comparison.
+  uint64_t kernels = 0;          // launches (captured ones excluded)
+  int64_t kernel_ns = 0;         // GPU time of timed kernels
+  int64_t comm_kernel_ns = 0;    // ... of communication kernels
+  StepStats steps;
+  // Capture windows in the order they opened: the first kMaxWindows, then only counted.
+  static constexpr size_t kMaxWindows = 4096;
+  std::vector<WindowSummary> windows;
+  uint64_t windows_beyond = 0;
+  std::vector<DeviceActivity> activity;  // devices with timed GPU work, by device
+  std::vector<NvmlStat> nvml;            // devices with GPU samples, by device
+  uint64_t cpu_samples = 0;
+  uint16_t cpu_cores = 0;
+  uint64_t cpu_total_util_sum = 0;    // hundredths of a percent of the host
+  uint64_t cpu_process_util_sum = 0;  // hundredths of a percent of one core
+};
+
+struct SummaryOptions {
+  std::optional<int64_t> rank;     // only files whose rank is this one
+  std::optional<uint32_t> window;  // only records inside capture window W (Window records)
+  int64_t from_ns = std::numeric_limits<int64_t>::min();  // time span, by cpu_begin (or ts)
+  int64_t to_ns = std::numeric_limits<int64_t>::max();
+  bool relative = false;  // from_ns and to_ns count from each file's capture start
+  std::string step_pattern = "step_[0-9]*|ProfilerStep#[0-9]*";  // globs, '|' between them
+  uint8_t step_sync = 0;  // trace::SyncKind: steps between such synchronisations; 0 = ranges
+  int64_t short_kernel_ns = 5000;
+  size_t timeline_capacity = DeviceTimeline::kDefaultCapacity;
+};
+
+
+class SummaryModel {
+ public:
+  static constexpr size_t kCopyKinds = 6;  // trace::CopyKind Unknown..PtoP
+  static constexpr size_t kSyncKinds = 7;  // 0 (unknown) + trace::SyncKind Context..EventQuery
+  static constexpr size_t kMaxRangeNames = 10000;  // distinct (domain, name) pairs kept
+  static constexpr size_t kMaxMarkNames = 10000;
+  static constexpr size_t kWorstLaunches = 10;
+  static constexpr size_t kSyncSites = 10;  // sync call sites listed (text and JSON)
+  static constexpr const char* kOtherNames = "(other names)";
+
+  explicit SummaryModel(SummaryOptions o = {}) : opt_(std::move(o)) {}
+
+  // Streams one file into the totals. False on a read error. A file outside --rank is skipped
+  // (skipped_files()); so is one without capture window --window (with a note in notes()).
+  bool add(TraceReader& r);
+
+  const SummaryOptions& options() const { return opt_; }
+  std::vector<KernelStat> kernels() const;  // sorted by total_ns desc, count desc, name
+  std::array<PrecisionTotal, kPrecisions> precisions() const;  // indexed by Precision
+  const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
+  const CopyStat& memsets() const { return memset_; }
+  const SyncStat& sync_kind(size_t kind) const { return syncs_[kind]; }
+  // Blocking calls by call stack, sorted by blocked time desc, count desc; and those blocking
+  // calls that have no recorded stack (CUTRACE_BACKTRACE=none, or a trace without stacks).
+  std::vector<SyncSite> sync_sites() const;
+  const CpuTimeStat& sync_unattributed() const { return sync_unattributed_; }
+  // Modules whose symbols could not be read ("path: why").
+  const std::vector<std::string>& symbol_problems() const { return symbolizer_.problems(); }
+  std::vector<ApiStat> apis() const;  // sorted by total CPU time desc, count desc, name
+  // Sorted by cpu_total_ns desc, count desc, name, domain.
+  std::vector<RangeSummary> ranges() const;
+  std::vector<std::pair<std::string, uint64_t>> marks() const;  // sorted by count desc, name
+  const StepStats& steps() const { return steps_; }
+  std::string step_source() const;  // "ranges:<pattern>" or "sync:<kind>"
+  const Dist& launch_latency() const { return launch_; }
+  const Dist& launch_latency_idle() const { return launch_idle_; }  // stream idle at launch
+  const std::vector<LaunchOutlier>& worst_launches() const { return worst_; }  // desc
+  uint64_t short_kernels() const { return short_count_; }
+  int64_t short_kernel_ns() const { return short_ns_; }
+  const std::vector<FileSummary>& files() const { return files_; }  // sorted by rank, file
+  GpuBreakdown total_breakdown() const;  // all devices of all files
+  uint64_t dropped_records() const;
+  tools::LossFacts losses() const;  // all files' together
+  uint64_t api_errors() const { return api_errors_; }
+  uint64_t records() const { return records_; }
+  uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
+  // Graph launches whose replays' operations the trace holds, and the kernels of those replays.
+  uint64_t graph_replays() const { return graph_launches_expanded_; }
+  uint64_t graph_kernels() const { return graph_kernels_; }
+  uint64_t skipped_files() const { return skipped_; }
+  // What the reader should know about the figures: files skipped or sampled, and traces of
+  // more than one run (tools/analysis/runs.h).
+  std::vector<std::string> notes() const;
+  // Some file's GPU times are a sample (--gpu-sample): kernels' est_ns estimate all launches.
+  bool sampled() const { return sampled_; }
+  // Index into files() of the slowest rank (-1 with fewer than 2 files), and why.
+  int slowest_file(std::string* criterion) const;
+
+  // The documented `cutrace summary --json` document.
+  nlohmann::ordered_json to_json() const;
+
+ private:
+  struct FileTotals;
+  struct Span;
+  bool prepass(TraceReader& r, Span* span, std::vector<int64_t>* step_ends);
+  bool window_pass(TraceReader& r, FileTotals& t, const Span& span);
+  void merge_file(const TraceReader& r, FileTotals& t, FileSummary& f);
+  FileSummary file_summary(const TraceReader& r, bool read_ok) const;
+
+  struct RangeKey {
+    std::string domain, name;
+    bool operator==(const RangeKey& o) const { return domain == o.domain && name == o.name; }
+  };
+  struct RangeKeyHash {
+    size_t operator()(const RangeKey& k) const {
+      return std::hash<std::string>()(k.name) * 31 + std::hash<std::string>()(k.domain);
+    }
+  };
+  struct KernelEntry {
+    TimeStat time;
+    bool comm = false;
+    int64_t est_ns = 0;  // KernelStat::est_ns
+  };
+
+  SummaryOptions opt_;
+  std::unordered_map<std::string, KernelEntry> kernels_;
+  std::unordered_map<std::string, CpuTimeStat> apis_;
+  std::unordered_map<RangeKey, RangeStat, RangeKeyHash> ranges_;  // kOtherNames included
+  std::unordered_map<std::string, uint64_t> marks_;
+  std::array<CopyStat, kCopyKinds> memcpy_{};
+  CopyStat memset_;
+  std::array<SyncStat, kSyncKinds> syncs_{};
+  std::unordered_map<std::string, SyncSite> sync_sites_;  // by the frames' text
+  CpuTimeStat sync_unattributed_;
+  Symbolizer symbolizer_;
+  StepStats steps_;
+  Dist launch_, launch_idle_;
+  std::vector<LaunchOutlier> worst_;
+  uint64_t short_count_ = 0;
+  int64_t short_ns_ = 0;
+  std::vector<FileSummary> files_;
+  std::vector<std::string> notes_;
+  std::vector<runs::Trace> traces_;  // every file added (not skipped), for runs::mixed_runs
+  bool sampled_ = false;
+  uint64_t api_errors_ = 0;
+  uint64_t records_ = 0;
+  uint64_t captured_ = 0;
+  uint64_t graph_launches_expanded_ = 0, graph_kernels_ = 0;
+  uint64_t skipped_ = 0;
+};
+
+}  // namespace cutrace
