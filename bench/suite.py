@@ -4,6 +4,7 @@ workloads (../shared/workloads) with no profiler, under cutrace in each GPU-timi
 capture window, and under torch.profiler (CUDA only; CPU+CUDA), then one table.
 
     python3 bench/suite.py run OUT [--workloads large,small,tiny] [--reps 3] [--configs ...] [--cpus 2-9]
+    python3 bench/suite.py run OUT --scenario NAME [--reps N]   (a named set of the above: SCENARIOS)
     python3 bench/suite.py table OUT [--markdown]
     python3 bench/suite.py stats TRACE_DIR [--cutrace CUTRACE]   (one trace: kernels, GPU times missing)
 
@@ -45,7 +46,7 @@ CONFIGS = ["base", "cutrace", "cutrace-end", "cutrace-events", "cutrace-off", "t
 CUTRACE_ARGS = {  # config -> extra `cutrace record` options
     "cutrace": [],
     "cutrace-end": ["--gpu-timing", "end"],
-    "cutrace-events": ["--gpu-timing", "events"],  # start and end events (`exact` before 2026-11-30)
+    "cutrace-events": ["--gpu-timing", "events"],  # start and end events
     "cutrace-off": ["--capture-range", "manual"],  # never started: the shim's cost outside windows
     # not in the default set (--configs names them):
     "cutrace-none": ["--gpu-timing", "none"],  # every call recorded, no GPU times: the shim alone
@@ -54,6 +55,16 @@ CUTRACE_ARGS = {  # config -> extra `cutrace record` options
     "cutrace-exact": ["--gpu-timing", "exact"],  # CUPTI for every operation
     "cutrace-end-sample20": ["--gpu-timing", "end", "--gpu-sample", "0.2"],
     "cutrace-b": [],  # the default mode with another build's shim (--shim-b): A/B of two builds
+}
+# Named runs behind the tables of BENCHMARKS.md: workloads, configurations, repetitions, CPUs.
+SCENARIOS = {
+    "gpu-bound": ("large,tiny", "base,cutrace,torch-cuda", 3, "2-9"),  # GPU-bound overhead, trace size
+    "lossless": ("large,small,tiny", "base,cutrace,torch-cuda", 3, "2-9"),  # 0 dropped, GPU records
+    "modes": ("large,small,tiny", ",".join(CONFIGS), 3, None),  # every timing mode and torch.profiler
+    "launch-bound": ("small100", "base,cutrace,cutrace-sample20", 7, "2-9"),  # GPT small, 100 steps
+    "sample": ("small100", "base,cutrace,cutrace-none,cutrace-sample20,cutrace-sample10", 5, "2-5"),
+    "off-window": ("tiny,small", "base,cutrace,cutrace-off", 3, None),  # preloaded, never recording
+    "launch-cost": ("tiny", "base,cutrace-off,cutrace-none,cutrace-end,cutrace", 5, "2-9"),  # us/launch by mode
 }
 ALL_CONFIGS = CONFIGS[:5] + [c for c in CUTRACE_ARGS if c not in CONFIGS] + CONFIGS[5:]
 
@@ -251,10 +262,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["run", "table", "stats"])
     ap.add_argument("out")
-    ap.add_argument("--workloads", default="large,small,tiny")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), help="run: workloads, configs, reps and CPUs of a named run")
+    ap.add_argument("--workloads")
     ap.add_argument("--shim-b", default="", help="libcutrace.so of another build, for the cutrace-b configuration")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--configs")
+    ap.add_argument("--reps", type=int)
     ap.add_argument("--cutrace", default=os.environ.get("CUTRACE", os.path.join(REPO, "build", "bin", "cutrace")))
     ap.add_argument("--workloads-dir", default=os.environ.get("WORKLOADS", os.path.join(REPO, "..", "shared", "workloads")))
     ap.add_argument("--markdown", action="store_true")
@@ -262,6 +274,10 @@ def main():
                     help="run: print each run as REP CONFIG METRIC WALL_S missing GPU_TIMES_MISSING [ERROR], not JSON")
     ap.add_argument("--cpus", help="run every command under `taskset -c CPUS` (e.g. 2-9)")
     a = ap.parse_args()
+    wl, cf, reps, cpus = SCENARIOS[a.scenario] if a.scenario else ("large,small,tiny", ",".join(CONFIGS), 3, None)
+    a.workloads, a.configs = a.workloads or wl, a.configs or cf  # explicit options win over the scenario
+    a.reps = a.reps or reps
+    a.cpus = a.cpus or cpus
     if a.what == "stats":
         s = cutrace_stats(a.cutrace, a.out)
         print("kernels", s["kernels"], "without GPU time", s["gpu_times_missing"])

@@ -40,7 +40,7 @@ print(f"median overhead outside a window: {(statistics.median(t) / statistics.me
 PY
 
 step "PyTorch emit_nvtx operator ranges"
-$CT record -o "$OUT/emit" -- python3 bench/gpu/emit_nvtx.py
+$CT record -o "$OUT/emit" -- python3 bench/workloads/emit_nvtx.py
 $CT summary "$OUT/emit" --top 8 | sed -n '/NVTX/,/^$/p' | head -14
 
 step "cutrace Python module: annotate cost vs torch.cuda.nvtx"

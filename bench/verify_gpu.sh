@@ -23,15 +23,15 @@ $CT record -o "$OUT/t/tiny" -- python3 "$W/tiny_kernels.py"
 $CT summary "$OUT/t/tiny" --top 5
 
 step "Triton kernel loop (dlsym route)"
-$CT record -o "$OUT/t/triton" -- python3 bench/gpu/triton_loop.py --n 1000
+$CT record -o "$OUT/t/triton" -- python3 bench/workloads/triton_loop.py --n 1000
 $CT summary "$OUT/t/triton" --top 5
 
 step "CUDA graph replay loop"
-$CT record -o "$OUT/t/graph" -- python3 bench/gpu/graph_loop.py --n 200 --k 10
+$CT record -o "$OUT/t/graph" -- python3 bench/workloads/graph_loop.py --n 200 --k 10
 $CT summary "$OUT/t/graph" --top 5
 
 step "CUDA C++ with nvcc's default static runtime"
-nvcc -O2 -o /tmp/static_app bench/gpu/static_app.cu && \
+nvcc -O2 -o /tmp/static_app bench/workloads/static_app.cu && \
   $CT record -o "$OUT/t/static" -- /tmp/static_app && $CT summary "$OUT/t/static" --top 5
 
 step "GPT small: torch.profiler truth A, cutrace default (auto), exact, events, truth B"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Compares a cutrace trace of bench/gpu/jax_loop.py (--cutrace-window) with jax.profiler's CUPTI
+"""Compares a cutrace trace of bench/workloads/jax_loop.py (--cutrace-window) with jax.profiler's CUPTI
 view of the same loop in another run (--truth): kernels per name (count, GPU time), copies, sets.
   python3 bench/gpu/jax_compare.py TRACE_DIR TRUTH_DIR [--cutrace build/bin/cutrace]
   python3 bench/gpu/jax_compare.py TRACE_DIR --chrome TRUTH.json   (torch.profiler's Chrome trace:
-      bench/gpu/torch_graphs.py --truth)
+      bench/workloads/torch_graphs.py --truth)
 The JAX truth is the Perfetto JSON jax.profiler writes (TRUTH_DIR/plugins/profile/*/perfetto_trace.json.gz);
 its GPU operations are the events on the GPU process's "Stream ..." threads. In a torch.profiler
 trace they are the events of categories kernel, gpu_memcpy and gpu_memset."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Are JAX's losses the same with and without cutrace? bench/gpu/jax_loop.py run several times:
+# Are JAX's losses the same with and without cutrace? bench/workloads/jax_loop.py run several times:
 # without cutrace, under `cutrace record` (whole process, and a manual window), with the shim
 # preloaded but disabled (CUTRACE_DISABLE=1), and the same with XLA's autotuning off
 # (--xla_gpu_autotune_level=0: XLA then does not pick kernels by timing them). Prints one line per
@@ -21,11 +21,11 @@ for flags in "" "--xla_gpu_autotune_level=0"; do
   export XLA_FLAGS=$flags
   echo; echo "=== XLA_FLAGS=$flags"
   tag=${flags:+noautotune.}
-  run ${tag}base1 python3 "$H/jax_loop.py" --steps "$STEPS"
-  run ${tag}record "$CT" record -o "$OUT/${tag}rec" -- python3 "$H/jax_loop.py" --steps "$STEPS"
-  run ${tag}base2 python3 "$H/jax_loop.py" --steps "$STEPS"
-  run ${tag}record-window "$CT" record -o "$OUT/${tag}win" --capture-range manual -- python3 "$H/jax_loop.py" --steps "$STEPS" --cutrace-window
-  run ${tag}preload-disabled env LD_PRELOAD="$SHIM" CUTRACE_DISABLE=1 python3 "$H/jax_loop.py" --steps "$STEPS"
-  run ${tag}record-none "$CT" record -o "$OUT/${tag}none" --gpu-timing none -- python3 "$H/jax_loop.py" --steps "$STEPS"
-  run ${tag}base3 python3 "$H/jax_loop.py" --steps "$STEPS"
+  run ${tag}base1 python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
+  run ${tag}record "$CT" record -o "$OUT/${tag}rec" -- python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
+  run ${tag}base2 python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
+  run ${tag}record-window "$CT" record -o "$OUT/${tag}win" --capture-range manual -- python3 "$H/../workloads/jax_loop.py" --steps "$STEPS" --cutrace-window
+  run ${tag}preload-disabled env LD_PRELOAD="$SHIM" CUTRACE_DISABLE=1 python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
+  run ${tag}record-none "$CT" record -o "$OUT/${tag}none" --gpu-timing none -- python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
+  run ${tag}base3 python3 "$H/../workloads/jax_loop.py" --steps "$STEPS"
 done

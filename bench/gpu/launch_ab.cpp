@@ -5,7 +5,7 @@
 // pairs of blocks, alternately inside and outside a window: `pre`, `on` and `off` blocks. Every
 // block starts the same way, untimed: the GPU synchronised, the window edge if any, then 20 ms of
 // spinning (cutrace's collector switches CUPTI's collection off 5 ms after a window closes; a
-// spin, not a sleep: blocks after a sleep ran 10-40% slower on the H200, the CPU having idled).
+// spin, not a sleep: a block after the CPU idled runs slower).
 // With --gpu, each block then also times the GPU side: BLOCK/4 launches of the same kernel queued
 // behind a stream wait, released at once, timed with two events (GPU ns per kernel, back to back).
 // One JSON line per block: phase, wall-clock and thread-CPU ns per launch (and gpu_ns).

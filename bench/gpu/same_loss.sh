@@ -2,8 +2,8 @@
 # The application's results under cutrace (issue 7), on the GPU machine:
 #  1. train_gpt.py with a fixed seed and deterministic algorithms requested, twice without cutrace
 #     and twice under `cutrace record` (interleaved), final loss printed with every digit. It is
-#     not fully deterministic even without cutrace (docs/PROOF.md): informative only.
-#  2. bench/gpu/det_train.py, deterministic by construction: three runs each way, interleaved;
+#     not fully deterministic even without cutrace (BENCHMARKS.md): informative only.
+#  2. bench/workloads/det_train.py, deterministic by construction: three runs each way, interleaved;
 #     every step's loss and the parameter checksum must equal the first run's byte for byte.
 #   CUTRACE=... WORKLOADS=... bash bench/gpu/same_loss.sh OUT [STEPS]     (DET_STEPS=50;
 #   GPT_RUNS=0 skips part 1)
@@ -13,16 +13,16 @@ W=${WORKLOADS:-../shared/workloads}
 CT=${CUTRACE:-$PWD/build/bin/cutrace}
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
-run=(python3 bench/gpu/deterministic.py "$W/train_gpt.py" --preset small --steps "$STEPS" --seed 1)
+run=(python3 bench/workloads/deterministic.py "$W/train_gpt.py" --preset small --steps "$STEPS" --seed 1)
 loss() { grep -o '"loss": [-0-9.e]*' | tail -1; }
 for ((i = 1; i <= ${GPT_RUNS:-2}; i++)); do
   echo "without cutrace, run $i: $("${run[@]}" 2>/dev/null | loss)"
   echo "under cutrace,   run $i: $($CT record -o "$OUT/t$i" -- "${run[@]}" 2>/dev/null | loss)"
 done
 
-# The deterministic loop (bench/gpu/det_train.py): every step's loss and a parameter checksum,
+# The deterministic loop (bench/workloads/det_train.py): every step's loss and a parameter checksum,
 # three runs each way, interleaved; every output must equal the first one byte for byte.
-det=(python3 bench/gpu/det_train.py --steps "${DET_STEPS:-50}" --seed 1)
+det=(python3 bench/workloads/det_train.py --steps "${DET_STEPS:-50}" --seed 1)
 "${det[@]}" > "$OUT/det-base0.txt" 2> "$OUT/det-base0.err" || { echo "det_train failed:"; tail -5 "$OUT/det-base0.err"; exit 1; }
 same=0 differ=0
 for i in 1 2 3; do

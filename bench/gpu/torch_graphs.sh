@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cutrace on PyTorch CUDA graphs (torch.compile mode="reduce-overhead"), one device call:
-# bench/gpu/torch_graphs.py without cutrace, under torch.profiler (the truth: CUPTI's kernels of the
+# bench/workloads/torch_graphs.py without cutrace, under torch.profiler (the truth: CUPTI's kernels of the
 # timed steps), and under cutrace (a manual window around the same steps); compares per kernel name.
 #   CUTRACE=... bash bench/gpu/torch_graphs.sh OUT [STEPS]
 set -u
@@ -9,9 +9,9 @@ CT=${CUTRACE:-$PWD/build/bin/cutrace}
 H=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$H/../../python${PYTHONPATH:+:$PYTHONPATH}
-python3 "$H/torch_graphs.py" --steps "$STEPS" > "$OUT/base.json" 2> "$OUT/base.err"
-python3 "$H/torch_graphs.py" --steps "$STEPS" --truth "$OUT/truth.json" > "$OUT/truth_run.json" 2> "$OUT/truth.err"
-$CT record -o "$OUT/trace" --capture-range manual -- python3 "$H/torch_graphs.py" --steps "$STEPS" --cutrace-window \
+python3 "$H/../workloads/torch_graphs.py" --steps "$STEPS" > "$OUT/base.json" 2> "$OUT/base.err"
+python3 "$H/../workloads/torch_graphs.py" --steps "$STEPS" --truth "$OUT/truth.json" > "$OUT/truth_run.json" 2> "$OUT/truth.err"
+$CT record -o "$OUT/trace" --capture-range manual -- python3 "$H/../workloads/torch_graphs.py" --steps "$STEPS" --cutrace-window \
   > "$OUT/cutrace.json" 2> "$OUT/cutrace.err"
 tail -1 "$OUT/cutrace.err"
 python3 - "$OUT/base.json" "$OUT/truth_run.json" "$OUT/cutrace.json" <<'PY'

@@ -2,8 +2,8 @@
 """Overhead of recording on a launch-bound job, measured inside one process: GPT small under cutrace
 with capture windows that open and close every BLOCK steps (`--capture-range nvtx:step_*
 --capture-steps B-(2B-1) --capture-repeat 2B`), so that recorded and unrecorded steps alternate in
-the same process and the machine's drift between runs (base runs alone spread 31-48 ms per step in
-one call) cancels out. train_gpt.py is run as it is; its `step_ms_each` gives every step's time.
+the same process and the machine's drift between runs (larger than the effects looked for)
+cancels out. train_gpt.py is run as it is; its `step_ms_each` gives every step's time.
 
     python3 bench/gpu/window_ab.py OUT [--reps 3] [--configs base,cupti,end,none,cupti-s20,cupti-once]
                                        [--block 10] [--steps 160] [--cpus 2-9]

@@ -2,7 +2,7 @@
 """A JAX training loop (jit-compiled MLP, SGD) for checking cutrace on JAX/XLA on the GPU machine.
 Prints one JSON line: the losses of the timed steps (exact float reprs: runs with and without
 cutrace must print the same), the median step time.
-  python3 bench/gpu/jax_loop.py [--steps 20] [--truth DIR] [--cutrace-window]
+  python3 bench/workloads/jax_loop.py [--steps 20] [--truth DIR] [--cutrace-window]
 --truth DIR: jax.profiler traces the timed steps (CUPTI) and writes a Perfetto JSON under DIR
   (bench/gpu/jax_compare.py reads it).
 --cutrace-window: cutrace.start()/stop() around the timed steps (record with

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs a PyTorch script with deterministic algorithms on (for bench/gpu/same_loss.sh): the same
 seed then gives the same loss to the last bit, run after run, unless something changes the work.
-    CUBLAS_WORKSPACE_CONFIG=:4096:8 python3 bench/gpu/deterministic.py SCRIPT [ARGS...]"""
+    CUBLAS_WORKSPACE_CONFIG=:4096:8 python3 bench/workloads/deterministic.py SCRIPT [ARGS...]"""
 import runpy
 import sys
 

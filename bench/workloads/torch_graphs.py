@@ -2,7 +2,7 @@
 """PyTorch training with CUDA graphs the way users get them: an MLP compiled with
 torch.compile(mode="reduce-overhead") (Inductor's Triton kernels and cuBLAS, forward and backward
 replayed from CUDA graph trees), SGD step eager. Prints one JSON line (losses, median step time).
-  python3 bench/gpu/torch_graphs.py [--steps 20] [--truth FILE.json] [--cutrace-window]
+  python3 bench/workloads/torch_graphs.py [--steps 20] [--truth FILE.json] [--cutrace-window]
 --truth FILE: torch.profiler (CUDA activities, i.e. CUPTI) over the timed steps, exported as a
   Chrome trace (bench/gpu/jax_compare.py --chrome reads it).
 --cutrace-window: cutrace.start()/stop() around the timed steps (record with --capture-range

@@ -3,7 +3,7 @@
 bench/gpu/same_loss.sh (issue 7: the application's results are bit-identical under cutrace).
 
 train_gpt.py is not: some of its kernels stay nondeterministic even with deterministic
-algorithms requested (docs/PROOF.md), so equal losses there cannot be expected even without
+algorithms requested (BENCHMARKS.md), so equal losses there cannot be expected even without
 cutrace. This loop uses only operations that PyTorch can run deterministically, with
 `torch.use_deterministic_algorithms(True)` strict (an operation without a deterministic
 implementation raises instead of running), a fixed seed and data generated on the CPU:
@@ -11,7 +11,7 @@ embedding, linear layers, GELU, LayerNorm, cross-entropy and AdamW, forward and 
 NVTX-annotated steps. It prints the loss of every step with repr() (every digit of the float),
 so two runs can be compared line by line.
 
-    CUBLAS_WORKSPACE_CONFIG=:4096:8 python3 bench/gpu/det_train.py [--steps 50] [--seed 1]
+    CUBLAS_WORKSPACE_CONFIG=:4096:8 python3 bench/workloads/det_train.py [--steps 50] [--seed 1]
 """
 import argparse
 import os
