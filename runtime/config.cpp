@@ -15,9 +15,14 @@ std::atomic<bool> g_gpu_sample_on{true};
 std::atomic<bool> g_gpu_anchoring{false};
 Backtrace g_backtrace = Backtrace::Sync;
 
-static Config* g_config = new Config();  // never destroyed: used until the last atexit handler
+// Never destroyed: used until the last atexit handler. Initialised ahead of every default-priority
+// initialiser and load-time constructor of the library (cutrace_init, shim/init.cpp, reads it).
+struct ConfigSlot {
+  Config* c = new Config();
+};
+static ConfigSlot g_config_slot __attribute__((init_priority(101)));
 
-const Config& config() { return *g_config; }
+const Config& config() { return *g_config_slot.c; }
 
 static const char* env(const char* name) {
   const char* v = getenv(name);
@@ -25,7 +30,7 @@ static const char* env(const char* name) {
 }
 
 void load_config() {
-  Config& c = *g_config;
+  Config& c = *g_config_slot.c;
   if (const char* v = env("CUTRACE_OUTPUT")) c.out_dir = v;
   else c.out_dir = "cutrace-trace";
   if (const char* v = env("CUTRACE_GPU_TIMING")) {
@@ -111,7 +116,7 @@ void log_warn(const char* fmt, ...) {
 }
 
 void log_info(const char* fmt, ...) {
-  if (!g_config->verbose) return;
+  if (!g_config_slot.c->verbose) return;
   va_list ap;
   va_start(ap, fmt);
   vlog("info", fmt, ap);
