@@ -11,12 +11,7 @@ import socket
 import subprocess
 import time
 
-TESTS = []
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
+from harness import test
 
 
 def job_id(name):
