@@ -23,7 +23,7 @@ def kernels_and_drops(s, c, d):
 @test
 def burst_300k_launches_one_thread_nothing_dropped(s, c):
     """launch_loop 300000 (plus its 2,000 warm-up launches) under default options: every launch is
-    in the trace and nothing is dropped (a fixed 4,096-record ring per thread once kept 37k)."""
+    in the trace and nothing is dropped. Fails with a fixed 4,096-record ring per thread (37k kept)."""
     n = int(300000 * STRESS_SCALE)
     d = s.tmpdir("burst300k")
     s.record(c, d, [s.prog("launch_loop"), str(n)])
@@ -36,8 +36,8 @@ def burst_300k_launches_one_thread_nothing_dropped(s, c):
 @test
 def paced_300k_launches_per_second_for_5s_nothing_dropped(s, c):
     """One thread launching every 3.33 us (300k launches/s) for 5 s, with end-event timing and with
-    none: every launch is kept, 0 dropped (the collector's pending-operation cap once stopped
-    draining for 20-40 ms and lost records from about 160k launches/s)."""
+    none: every launch is kept, 0 dropped. Fails when a cap on the collector's pending operations
+    stops its draining for 20-40 ms (records lost from about 160k launches/s)."""
     for mode in ("end", "none"):
         d = s.tmpdir("paced-" + mode)
         p = s.record(c, d, [s.prog("paced_launches"), "5000", "1000", "3.33", "0"],
@@ -56,7 +56,7 @@ def paced_300k_launches_per_second_for_5s_nothing_dropped(s, c):
 @test
 def nvtx_million_push_pop_pairs_one_thread_all_kept(s, c):
     """1,000,000 nvtxRangePushA/Pop pairs in a loop on one thread: 1,000,000 ranges, 0 dropped
-    (97-99% were dropped by the fixed ring)."""
+    (a fixed ring per thread drops 97-99%)."""
     n = int(1000000 * STRESS_SCALE)
     d = s.tmpdir("nvtx1m")
     s.record(c, d, [s.prog("nvtx_burst"), str(n), "1", "0"], ("--sample-hz", "0"))
@@ -69,7 +69,7 @@ def nvtx_million_push_pop_pairs_one_thread_all_kept(s, c):
 @test
 def nvtx_5000_names_and_2000_marks_in_one_burst_all_kept(s, c):
     """5,000 distinct range names (20,000 ranges) and 2,000 marks in one burst: every range under
-    its own name and every mark kept (0 of 2,000 marks were kept by the fixed ring)."""
+    its own name and every mark kept (a fixed ring per thread keeps none of the marks)."""
     d = s.tmpdir("nvtxnames")
     s.record(c, d, [s.prog("nvtx_burst"), "20000", "5000", "2000"], ("--sample-hz", "0"))
     _, j = kernels_and_drops(s, c, d)
@@ -112,8 +112,8 @@ def buffer_budget_1mb_drops_counted_marked_and_said_everywhere(s, c):
     """--buffer-mb 1 on launch_loop 300000: records are dropped, and `cutrace record` says so per
     rank, the summary says so in its first lines and marks the kernel count as a lower bound,
     summary --json gives the drops by kind, the file marks each interval (Loss records), and
-    kept + dropped = issued for the kernels. (88% of a job was once missing with a one-word
-    mention in the summary header.)"""
+    kept + dropped = issued for the kernels: a trace missing most of its records must say so
+    where it is read, not in one word of the summary header."""
     d = s.tmpdir("budget1")
     p = s.record(c, d, [s.prog("launch_loop"), "300000"], ("--buffer-mb", "1", "--gpu-timing", "none"))
     m = re.search(r"cutrace: rank 0: ([\d,]+) of ([\d,]+) records dropped \(([\d.]+)%\): buffer budget 1 MB reached; "
@@ -162,7 +162,8 @@ def threads_launching_at_exit_or_signal_every_launch_in_the_trace_or_counted(s, 
     """4 threads launching when the process calls exit() or gets SIGTERM, SIGINT or SIGHUP: every
     launch that had returned before capture ended is in the trace or counted as lost at exit
     (Loss, reason exit), each thread's recorded launches are its first ones with no hole, and the
-    trace is complete. (0.35-5.9% of such launches were once neither recorded nor counted.)"""
+    trace is complete. Fails when launches in flight at exit are neither recorded nor counted
+    (0.35-5.9% of them without the exit accounting)."""
     for how in ("exit", "SIGTERM", "SIGINT", "SIGHUP"):
         d = s.tmpdir("exit-" + how)
         progress = os.path.join(d, "progress.bin")

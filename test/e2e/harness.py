@@ -342,7 +342,7 @@ def sanitizer_reports():
 
 def lsan_internal_crash(reports):
     """The first line of a report in which LeakSanitizer's tracer itself crashed (GCC 12's
-    runtime, seen once in CI: "Tracer caught signal 11", then "LeakSanitizer has encountered a
+    runtime, in CI: "Tracer caught signal 11", then "LeakSanitizer has encountered a
     fatal error"), else None. Such a report holds no finding."""
     for path in sorted(reports):
         with open(path, errors="replace") as f:
@@ -386,7 +386,7 @@ def main(doc):
             while c.errors and crash and reruns < 3:
                 # LeakSanitizer's own tracer crashed at exit (not a leak: it found nothing, it
                 # could not look) and the program exited 1: run the test again, up to 3 times
-                # (CI once saw it crash in a test and in its one rerun, with the same address).
+                # (it can crash in a test and in a rerun of it, at the same address).
                 reruns += 1
                 before = sanitizer_reports()
                 c = run_test(t, s)

@@ -163,12 +163,11 @@ def copies_kinds_bytes_and_data(s, c):
 
 @test
 def separate_runs_in_one_directory_are_noted(s, c):
-    """Regression (noticed in the ninth session): two `cutrace record -o DIR` runs into one
-    directory were summed up as one job's processes without a word, and two jobs' traces both
-    claimed rank 0. Each record run now gives its processes a session id (Meta "session"); the
-    summary (text, JSON, the report's dashboard), merge and export note traces of separate runs
-    and launcher ranks that appear twice, and record says the directory held earlier traces.
-    Processes of one run stay quiet."""
+    """Two `cutrace record -o DIR` runs into one directory are not summed up as one job's
+    processes without a word, nor two jobs' rank 0 taken for one: each record run gives its
+    processes a session id (Meta "session"); the summary (text, JSON, the report's dashboard),
+    merge and export note traces of separate runs and launcher ranks that appear twice, and record
+    says the directory held earlier traces. Processes of one run stay quiet."""
     loop = s.prog("launch_loop")
     one = s.tmpdir("runs-one")  # one run, two CUDA processes
     p = s.record(c, one, ["sh", "-c", f"{loop} 30 & {loop} 40; wait"])

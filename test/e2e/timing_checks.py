@@ -328,8 +328,8 @@ def gpu_sample_end_mode_times_windows_only_exactly(s, c):
 @test
 def gpu_sample_end_mode_clock_anchor_held_up_after_stamp_not_used(s, c):
     """The collector held up inside cuEventRecord after the GPU stamped a clock anchor (preempted):
-    the anchor's host time is late by as much, and so is every GPU time mapped through it (a CI
-    run once had a whole window of end-mode times 40 us late). Here the fake driver returns every
+    the anchor's host time is late by as much, and so is every GPU time mapped through it (a
+    whole window of end-mode times 40 us late). Here the fake driver returns every
     3rd record on an idle stream (the anchors) 40 us after its stamp: such an anchor is taken
     again, and the spans stay as exact as in gpu_sample_end_mode_times_windows_only_exactly."""
     gpu_sample_case(s, c, "end", {"FAKE_CUDA_IDLE_RECORD_STALL_NS": "40000", "FAKE_CUDA_IDLE_RECORD_STALL_EVERY": "3"})
@@ -372,12 +372,12 @@ def gpu_sample_cupti_record_never_coming_not_waited_for(s, c):
 
 @test
 def gpu_sample_cupti_switch_off_mid_call_keeps_threads_timed(s, c):
-    """Regression (H200, GPT small with --gpu-sample 0.2: from its first window on, the autograd
-    thread's 2,381 operations were written without GPU times, and a few got spans of 40 ms): CUPTI
-    gives no callback to a thread that was inside a driver call when the callbacks went off, for
-    the rest of the run (the fake CUPTI models it). Here every call spends 150 us inside the driver
-    (FAKE_CUPTI_CALL_US), so most window ends fall inside one: the callbacks must never go off, and
-    every operation launched in a window keeps its GPU time."""
+    """CUPTI gives no callback to a thread that was inside a driver call when the callbacks went
+    off, for the rest of the run (the fake CUPTI models it; on the H200, GPT small with --gpu-sample
+    0.2, it leaves the autograd thread's operations without GPU times from the first window on).
+    Here every call spends 150 us inside the driver (FAKE_CUPTI_CALL_US), so most window ends fall
+    inside one: the callbacks must never go off, and every operation launched in a window keeps
+    its GPU time."""
     d = s.tmpdir("sample-mid-call")
     argv = [s.prog("paced_launches"), "1200", "50000", "200"]
     s.record(c, d, argv, ["--gpu-timing", "cupti", "--gpu-sample", f"{SAMPLE_FRACTION}/{SAMPLE_PERIOD_MS}"],
@@ -417,8 +417,8 @@ def cupti_detached_after_the_last_window(s, c):
     nor the cost CUPTI leaves on every launch once its activity kinds have been on (about 1 us on
     the H200). Here a 150 ms window cut by --duration (process mode: none can follow) in a 600 ms
     run; the fake CUPTI reports when it delivered its last callback, how many callback ids were on
-    at exit and how many calls were made while it was armed and not collecting (before: the run's
-    last launch 450 ms after the window, all of them, and ~2,250 calls)."""
+    at exit and how many calls were made while it was armed and not collecting (without the
+    detach: the run's last launch 450 ms after the window, every id, and ~2,250 calls)."""
     paced = [s.prog("paced_launches"), "600", "50000", "200"]
     armed = []
     d, last_ns, ids_on = record_with_cupti_report(s, c, "cupti-last", paced, ["--duration", "0.15"], armed)
@@ -453,11 +453,11 @@ def cupti_detached_after_the_last_window(s, c):
 @test
 def cupti_detached_before_the_first_window(s, c):
     """cutrace checks at start-up that CUPTI works by switching its activity kinds on and off;
-    once they have been on, every kernel launch costs about 1 us more on the H200 (+1.46 us per
-    launch before any window, bench/gpu/launch_ab.py) until CUPTI detaches. So the check ends in
-    cuptiFinalize and the first window sets CUPTI up again. The fake CUPTI counts the calls made
-    while it was armed and not collecting: here 600 ms of paced launches (~3,000), the window
-    opening at 450 ms (--delay) and lasting to the end: before, ~2,250 calls."""
+    once they have been on, every kernel launch costs about 1 us more on the H200 (BENCHMARKS.md)
+    until CUPTI detaches. So the check ends in cuptiFinalize and the first window sets CUPTI up
+    again. The fake CUPTI counts the calls made while it was armed and not collecting: here 600 ms
+    of paced launches (~3,000), the window opening at 450 ms (--delay) and lasting to the end
+    (without the finalize: ~2,250 calls)."""
     d = s.tmpdir("cupti-first-window")
     p = s.record(c, d, [s.prog("paced_launches"), "600", "50000", "200"], ["--gpu-timing", "cupti", "--delay", "0.45"],
                  {"CUTRACE_CUPTI": s.fake_cupti, "FAKE_CUPTI_REPORT": "1", "CUTRACE_SAMPLE_HZ": "0"})

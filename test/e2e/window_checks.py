@@ -25,10 +25,10 @@ def nvtx_window_captures_exactly_the_chosen_steps(s, c):
 
 @test
 def launcher_without_a_window_writes_no_trace(s, c):
-    """Regression (H200, `cutrace record --capture-range nvtx:step_* -- torchrun ...`): torchrun's
-    parent touches CUDA but runs no step; it wrote a third trace file, with no window and "rank 0
-    of 1", beside the two ranks'. A process in which no capture window opened writes no file; when
-    no process opened one, `cutrace record` says so."""
+    """A process in which no capture window opened writes no file (torchrun's parent, under
+    `cutrace record --capture-range nvtx:step_* -- torchrun ...`, touches CUDA but runs no step: it
+    must not add a third trace, with no window and "rank 0 of 1", beside the two ranks'); when no
+    process opened one, `cutrace record` says so."""
     d = s.tmpdir("nowin-launcher")
     prog = s.prog("launch_loop") + " 50 && " + s.prog("nvtx_app")
     s.record(c, d, ["sh", "-c", prog], opts=["--capture-range", "nvtx:step_*", "--capture-steps", "1-2"])
@@ -70,8 +70,8 @@ def nvtx_window_repeats_every_n_steps(s, c):
     c.expect(all(w["begin_ns"] < w["end_ns"] for w in per), f"window spans: {per!r}")
     text = s.run([s.cutrace, "summary", d]).stdout
     c.expect("Capture windows" in text, f"no windows table: {tail(text)!r}")
-    # More windows than --top rows: evenly spaced ones, the first and the last (--top 1 divided by
-    # zero in the first cut).
+    # More windows than --top rows: evenly spaced ones, the first and the last (--top 1 must not
+    # divide by zero).
     for top, rows in ((1, ["0"]), (2, ["0", "2"])):
         p = s.run([s.cutrace, "summary", "--top", str(top), d])
         c.require(p.returncode == 0, f"summary --top {top} exited {p.returncode}: {tail(p.stderr)}")
@@ -86,7 +86,7 @@ def nvtx_window_repeats_every_n_steps(s, c):
     c.expect("CUTRACE_CAPTURE_REPEAT=1 needs" in p.stderr, f"no warning: {tail(p.stderr)!r}")
     j2 = s.summary(c, d2)
     steps = sorted(n for n in ranges_by_name(j2) if n.startswith("step_"))
-    if steps != ["step_1", "step_2"]:  # seen once under TSan in CI (2026-12-01): what was there
+    if steps != ["step_1", "step_2"]:  # a rare failure under TSan: note what the trace holds
         c.notes.append(f"period <= B-A: ranges {sorted(ranges_by_name(j2))}, windows "
                        f"{[(w.get('index'), w.get('kernels')) for r in j2.get('ranks', []) for w in r.get('windows', [])]}, "
                        f"kernels {sum(k['count'] for k in j2.get('kernels', []))}, record stderr {tail(p.stderr)!r}")
@@ -112,10 +112,9 @@ def profiler_api_window_and_nothing_outside(s, c):
 @test
 def profiler_api_window_closed_before_first_drain_adds_no_gpu_work(s, c):
     """A window that closes before the collector has seen its launches (window_app --quick-window:
-    3 launches, cuProfilerStop at once, 20 ms): the first GPU clock anchor of the context, which the
-    collector used to take when it first saw one of its operations, must not be recorded outside
-    the window. It comes at exit instead, and the 3 kernels still get their GPU times. Under TSan
-    on a loaded machine profiler_api_window_and_nothing_outside saw that anchor outside."""
+    3 launches, cuProfilerStop at once, 20 ms): the context's first GPU clock anchor must not be
+    recorded outside the window (as it is when the collector takes it on first seeing one of the
+    context's operations). It comes at exit instead, and the 3 kernels still get their GPU times."""
     d = s.tmpdir("quickwin")
     p = s.record(c, d, [s.prog("window_app"), "--quick-window"], opts=["--capture-range", "cudaProfilerApi"])
     m = re.search(r"event_records_outside=(\d+)", p.stdout)

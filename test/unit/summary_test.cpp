@@ -437,8 +437,8 @@ TEST_CASE("summary totals of a synthetic run") {
 }
 
 TEST_CASE("sampled trace: a name's GPU time is estimated per launch configuration") {
-  // Regression (H200, GPT small, --gpu-sample 0.1): a fill kernel launched with several sizes came
-  // out 27% off when all its launches were estimated from the mean of its timed ones.
+  // A fill kernel launched with several sizes (GPT small on the H200, --gpu-sample 0.1) comes out
+  // 27% off when all its launches are estimated from the mean of its timed ones.
   const uint16_t untimed = fmt::kOpNoGpuTime | fmt::kOpNotSampled;
   std::string sampled, full;
   {
