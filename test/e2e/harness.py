@@ -27,6 +27,11 @@ STRESS_SCALE = float(os.environ.get("CUTRACE_TEST_STRESS_SCALE", "1"))
 # durations become notes. Counts, contents, exit statuses and outputs are still checked.
 TIMING_CHECKED = not SAN_PRELOAD
 
+# Launches per kernel of test/e2e/routes.cpp and test/e2e/threads.cpp.
+ROUTES = {"k_direct": 7, "k_direct_ptsz": 5, "k_dlsym": 6, "k_dlsym_ex": 4, "k_proc": 8,
+          "k_proc_self": 3, "k_proc_ptsz": 4, "k_proc_ex": 9, "k_coop": 2, "CUDA graph #1": 4}
+THREADS_COUNTS = {"k_thread0": 4000, "k_thread1": 4000, "k_thread2": 4000, "k_thread3": 4000, "k_ptds": 800}
+
 
 def preload_env(env):
     """Puts the sanitizer runtime (if any) first in env's LD_PRELOAD; returns env."""
@@ -171,12 +176,6 @@ def dump_kernels(s, c, trace):
             recs.append((m.group(6), *(int(m.group(i)) for i in range(1, 6))))
     c.require(recs, f"no Kernel record understood in `cutrace dump` output: {tail(p.stdout)}")
     return recs
-
-
-# Launches per kernel of test/e2e/routes.cpp and test/e2e/threads.cpp.
-ROUTES = {"k_direct": 7, "k_direct_ptsz": 5, "k_dlsym": 6, "k_dlsym_ex": 4, "k_proc": 8,
-          "k_proc_self": 3, "k_proc_ptsz": 4, "k_proc_ex": 9, "k_coop": 2, "CUDA graph #1": 4}
-THREADS_COUNTS = {"k_thread0": 4000, "k_thread1": 4000, "k_thread2": 4000, "k_thread3": 4000, "k_ptds": 800}
 
 
 def trace_meta(s, c, trace):

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from harness import (ROUTES, TIME_SCALE, by_name, check_counts, dump_fields, fault_popen, fault_run, one_trace,
-    preload_env, tail, test, traces)
+                     preload_env, tail, test, traces)
 
 
 @test

@@ -6,7 +6,7 @@ import os
 import re
 
 from harness import (MiB, ROUTES, THREADS_COUNTS, TIMING_CHECKED, by_name, check_counts, dump_kernels, tail,
-    test, trace_meta, traces)
+                     test, trace_meta, traces)
 
 
 SLOW_CALL_NS = 10_000  # a launch call this long was descheduled (normal: ~0.3 us on the fake)

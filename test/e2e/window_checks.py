@@ -7,7 +7,7 @@ import subprocess
 import time
 
 from harness import (TIME_SCALE, dump_fields, dump_ops, preload_env, ranges_by_name, tail, test, trace_meta,
-    traces)
+                     traces)
 
 
 @test
