@@ -4,8 +4,8 @@
 Each test runs programs of test/e2e/ under `cutrace record` in a fresh temporary directory and
 asserts exact values of `cutrace summary --json` and the other tools' outputs. One line per test:
 `PASS name` or `FAIL name: why`; the last line is `N passed, M failed`; the exit status is 1 if
-any failed. The tests live in the area modules imported below; harness.py holds the registry,
-the Suite and the runner.
+any failed. The tests live in the area modules listed in AREAS below; harness.py holds the
+registry, the Suite and the runner.
 
     python3 test/e2e/check.py --build build [NAME ...]    (run.sh sets LD_LIBRARY_PATH)
 """
