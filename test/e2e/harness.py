@@ -276,13 +276,16 @@ class Measured:
 
 # Runs argv in a fresh, small python3 that forks it and reports its peak RSS (wait4): a child
 # forked from this suite would count the suite's own resident memory as its peak (the peak of
-# the image before exec is kept). Writes "rss status" to the file argv[2].
+# the image before exec is kept). Writes "rss status" to the file argv[2]. The command's
+# LD_PRELOAD comes in MEASURE_LD_PRELOAD, so that the python3 itself runs without it.
 MEASURE = r"""
 import os, resource, sys
 cap, out = int(sys.argv[1]), sys.argv[2]
 pid = os.fork()
 if pid == 0:
     try:
+        if "MEASURE_LD_PRELOAD" in os.environ:
+            os.environ["LD_PRELOAD"] = os.environ.pop("MEASURE_LD_PRELOAD")
         if cap:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         os.execvp(sys.argv[3], sys.argv[3:])
@@ -303,7 +306,10 @@ def run_measured(s, argv, timeout=30, cap_memory=True, extra_env=None):
     with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe, \
             tempfile.NamedTemporaryFile("r", suffix=".rss") as res:
         t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, "-c", MEASURE, str(cap), res.name, *argv], env=env_of(s, extra_env),
+        env = env_of(s, extra_env)
+        if "LD_PRELOAD" in env:
+            env["MEASURE_LD_PRELOAD"] = env.pop("LD_PRELOAD")
+        p = subprocess.Popen([sys.executable, "-c", MEASURE, str(cap), res.name, *argv], env=env,
                              stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, start_new_session=True)
         try:
             p.wait(timeout=timeout * TIME_SCALE)
