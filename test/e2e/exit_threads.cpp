@@ -4,7 +4,7 @@
 // launch), or the signal SIGTERM, SIGINT or SIGHUP sent to itself.
 // PROGRESS (a file) receives, per thread, its tid and the CLOCK_MONOTONIC time at which each of
 // its launches had returned (the last 1M launches kept), written as they happen into a shared
-// mapping, so that they survive the process: check.py compares them with the trace.
+// mapping, so that they survive the process: capture_checks.py compares them with the trace.
 // GAP_US paces each thread (a pause between its launches; 0: none).
 //   exit_threads PROGRESS HOW [threads=4] [ms=300] [gap_us=0]
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// Fault-tolerance scenarios for check.py (fault_* tests): the process ends in an unusual way,
+// Fault-tolerance scenarios for process_checks.py: the process ends in an unusual way,
 // forks, execs, loses threads or hits a file-size limit. Every mode prints what it launched.
 //   fault_app loop SECONDS        launch batches of 10 x 10 us kernels (usleep 10 ms between) for
 //                                 SECONDS (~900 launches/s: blocks fill slower than once a second,
@@ -8,7 +8,7 @@
 //                                 N launches, synchronise, then exit(0) / _exit(0) / abort() /
 //                                 throw an uncaught exception (std::terminate -> abort)
 //   fault_app wait N              N launches, synchronise, print "ready", then sleep until a
-//                                 signal arrives (check.py sends SIGTERM or SIGINT)
+//                                 signal arrives (process_checks.py sends SIGTERM or SIGINT)
 //   fault_app fork N M K          N launches, fork; the child launches M and exits(0); the parent
 //                                 waits for it, then launches K more
 //   fault_app exec N PROG [ARG..] N launches, then execv(PROG, ARG..)

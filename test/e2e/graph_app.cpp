@@ -1,5 +1,5 @@
-// CUDA graph replays for cupti_graph_replays_shown_as_their_operations (check.py): one stream,
-// two graphs.
+// CUDA graph replays for cupti_graph_replays_shown_as_their_operations (timing_checks.py): one
+// stream, two graphs.
 //   "kernels" graph: k_first (10 us) -> k_second (30 us) -> k_first, replayed 3 times
 //   "mixed" graph:   k_mixed (20 us) -> a 1 MiB memset node, replayed 2 times
 // With CUPTI timing the trace shows the replays as their nodes (k_first x 6, k_second x 3,

@@ -1,97 +1,24 @@
 """End-to-end tests of cutrace against hostile files and damaged traces (imported by check.py,
 which runs them with the others): FIFOs and symlinks where cutrace opens a file by a name from a
 directory or a trace, ids and values at their extremes, names holding terminal escapes, files in
-the output directory that are not traces. The crafted traces come from test/craft/craft_trace.cpp.
+the output directory that are not traces, traces cut short, files that are not traces at all.
+The crafted traces come from test/craft/craft_trace.cpp.
 docs/RELIABILITY.md names the promises these tests guard."""
+import json
 import os
+import random
 import re
-import signal
+import struct
 import subprocess
-import sys
-import tempfile
 import time
 
-TESTS = []
-SAN_PRELOAD = os.environ.get("CUTRACE_TEST_SAN_PRELOAD", "")
-TIME_SCALE = float(os.environ.get("CUTRACE_TEST_TIME_SCALE", "1"))
-MiB = 1 << 20
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def tail(text, n=300):
-    text = " | ".join(line for line in text.strip().splitlines() if line.strip())
-    return text if len(text) <= n else "..." + text[-n:]
-
-
-def env_of(s, extra=None):
-    env = dict(s.env)
-    env.update(extra or {})
-    if SAN_PRELOAD:
-        env["LD_PRELOAD"] = SAN_PRELOAD + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    return env
+from harness import MiB, SAN_PRELOAD, TIME_SCALE, env_of, run_measured, tail, test, traces
 
 
 def craft(s, c, path, *mode):
     p = subprocess.run([os.path.join(s.build, "test", "craft_trace"), path, *mode], capture_output=True, text=True)
     c.require(p.returncode == 0, f"craft_trace {' '.join(mode)} exited {p.returncode}: {p.stderr.strip()}")
     return path
-
-
-class Measured:
-    """A finished command: returncode, stdout, stderr (bytes), peak RSS in bytes, wall seconds."""
-
-    def __init__(self, argv, returncode, out, err, rss, secs):
-        self.argv, self.returncode, self.out, self.err, self.rss, self.secs = argv, returncode, out, err, rss, secs
-
-    def text(self):
-        return (self.out + self.err).decode(errors="replace")
-
-
-# Runs argv in a fresh, small python3 that forks it and reports its peak RSS (wait4): a child
-# forked from this suite would count the suite's own resident memory as its peak (the peak of
-# the image before exec is kept). Writes "rss status" to the file argv[2].
-MEASURE = r"""
-import os, resource, sys
-cap, out = int(sys.argv[1]), sys.argv[2]
-pid = os.fork()
-if pid == 0:
-    try:
-        if cap:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        os.execvp(sys.argv[3], sys.argv[3:])
-    finally:
-        os._exit(127)
-_, status, ru = os.wait4(pid, 0)
-with open(out, "w") as f:
-    f.write(f"{ru.ru_maxrss * 1024} {os.waitstatus_to_exitcode(status)}")
-"""
-
-
-def run_measured(s, argv, timeout=30, cap_memory=True):
-    """Runs argv with its own peak RSS; None when it ran past timeout (then killed). Outside a
-    sanitizer run its address space is capped at 2 GiB, so that a tool that sizes a table by a
-    hostile id fails (bad_alloc) instead of taking the machine's memory."""
-    cap = 2 << 30 if cap_memory and not SAN_PRELOAD else 0
-    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe, \
-            tempfile.NamedTemporaryFile("r", suffix=".rss") as res:
-        t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, "-c", MEASURE, str(cap), res.name, *argv], env=env_of(s),
-                             stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, start_new_session=True)
-        try:
-            p.wait(timeout=timeout * TIME_SCALE)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            return None
-        secs = time.monotonic() - t0
-        rss, status = (int(x) for x in res.read().split())
-        fo.seek(0)
-        fe.seek(0)
-        return Measured(argv, status, fo.read(), fe.read(), rss, secs)
 
 
 def tool_commands(s, work):
@@ -307,3 +234,92 @@ def record_counts_only_real_traces(s, c):
     c.expect(re.search(r"junk\.rank2\.pid2\.cutrace.*not a cutrace trace", err),
              f"the file that is not a trace is not named: {tail(err, 600)}")
     c.expect("earlier runs" not in err, f"the stale control file counts as a trace of an earlier run: {tail(err, 600)}")
+
+
+def block_offsets(path):
+    """(offset, total size) of each block: FileHeader (header_size at byte 12), then
+    BlockHeader {magic "CBLK", compressed_size, raw_size, checksum, seq} (24 bytes) + LZ4 bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"CUTRACE\0":
+        return []
+    (pos,) = struct.unpack_from("<I", data, 12)
+    blocks = []
+    while pos + 24 <= len(data) and data[pos:pos + 4] == b"CBLK":
+        (compressed,) = struct.unpack_from("<I", data, pos + 4)
+        blocks.append((pos, 24 + compressed))
+        pos += 24 + compressed
+    return blocks
+
+
+@test
+def truncated_trace_still_reads(s, c):
+    d = s.tmpdir("truncated")
+    s.record(c, d, [s.prog("threads")])
+    c.require(len(traces(d)) == 1, f"trace files {traces(d)}, expected 1")
+    full = s.summary(c, d)
+    src = os.path.join(d, traces(d)[0])
+    blocks = block_offsets(src)
+    c.require(len(blocks) >= 2, f"{len(blocks)} blocks in the threads trace, need >= 2 to cut the last")
+    cut_dir = s.tmpdir("cut")
+    dst = os.path.join(cut_dir, "cut.cutrace")
+    last_off, last_size = blocks[-1]
+    with open(src, "rb") as f:
+        data = f.read(last_off + last_size // 2)  # up to the middle of the last block
+    with open(dst, "wb") as f:
+        f.write(data)
+    p = s.run([s.cutrace, "summary", "--json", dst])
+    c.require(p.returncode == 0, f"summary of the cut trace exited {p.returncode}: {tail(p.stderr)}")
+    j = json.loads(p.stdout)
+    r = j["ranks"][0]
+    c.equal("cut trace complete", r["complete"], False)
+    c.equal("full trace complete", full["ranks"][0]["complete"], True)
+    c.equal("cut trace pid (from its first block)", r["pid"], full["ranks"][0]["pid"])
+    c.expect(0 < j["records"] < full["records"],
+             f"cut trace has {j['records']} records, expected some but fewer than {full['records']}")
+    # The lost half block may hold launches or only what the collector wrote last (samples, the
+    # End record): when the program outran a slow collector, every launch is in earlier blocks.
+    launches = sum(k["count"] for k in j["kernels"])
+    c.expect(0 < launches <= 16800, f"cut trace has {launches} launches, expected 1..16800")
+    t = s.run([s.cutrace, "summary", dst])
+    c.equal("text summary exit status", t.returncode, 0)
+    c.expect("truncated" in t.stdout, f"text summary does not say truncated: {tail(t.stdout)}")
+
+
+@test
+def corrupt_or_foreign_file_is_a_clear_error(s, c):
+    """Every subcommand that reads traces (dump, summary, merge, export to each format), on files
+    that are not a readable trace: a clear error naming the file, exit status 1..127, no crash, no
+    hang (the run's timeout), no output file left behind; a newer format version says so."""
+    d = s.tmpdir("corrupt")
+    rng = random.Random(1234)
+    with open(s.cutrace, "rb") as f:
+        elf = f.read(64 << 10)
+    cases = {"random bytes": bytes(rng.randrange(256) for _ in range(64 << 10)),
+             "empty file": b"",
+             "text file": b"kernel k 1000\n" * 100,
+             "future format version": b"CUTRACE\0" + struct.pack("<HHI", 3, 0, 16) + b"\0" * 64,
+             "header cut short": b"CUTRACE\0" + struct.pack("<HH", 1, 0),
+             "header size out of range": b"CUTRACE\0" + struct.pack("<HHI", 1, 0, 1 << 30) + b"\0" * 64,
+             "ELF executable": elf}
+    for what, content in cases.items():
+        path = os.path.join(d, what.replace(" ", "_"), "x.cutrace")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "wb") as f:
+            f.write(content)
+        out = os.path.join(d, what.replace(" ", "_") + "-out")
+        for args in (["summary", "--json", path], ["summary", path], ["dump", path], ["merge", path],
+                     ["merge", "--json", path], ["export", path, "-f", "chrome", "-o", out + "-chrome"],
+                     ["export", path, "-f", "perfetto", "-o", out + ".pftrace"],
+                     ["export", path, "-f", "sqlite", "-o", out + ".sqlite"]):
+            p = s.run([s.cutrace, *args])
+            what_cmd = f"cutrace {' '.join(a for a in args if a != path)} on {what}"
+            c.expect(0 < p.returncode < 128, f"{what_cmd} exited {p.returncode}, expected 1..127")
+            c.expect(path in p.stderr, f"{what_cmd}: message does not name the file: {tail(p.stderr)}")
+            c.expect(not re.search(r"terminate called|Segmentation|Aborted|exception|Sanitizer", p.stderr),
+                     f"{what_cmd} crashed: {tail(p.stderr)}")
+            if what == "future format version":
+                c.expect("newer" in p.stderr and "3.0" in p.stderr,
+                         f"{what_cmd} does not say the file is from a newer version: {tail(p.stderr)}")
+        left = [o for o in (out + ".pftrace", out + ".sqlite") if os.path.exists(o)]
+        c.expect(not left, f"export on {what} left {left} behind")

@@ -1,5 +1,5 @@
 // Names that try to break out of HTML, JS strings and JSON, for the escaping tests of
-// `cutrace serve` and `cutrace report` (check.py serve_* tests, the browser tests): kernels (the
+// `cutrace serve` and `cutrace report` (serve_checks.py, the browser tests): kernels (the
 // fake driver's module text allows no whitespace in a name), NVTX ranges, a mark, a domain and
 // the thread name, including a byte sequence that is not UTF-8. Prints the names it used.
 #include <nvtx3/nvToolsExt.h>

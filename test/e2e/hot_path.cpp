@@ -1,8 +1,8 @@
 // The hot-path rules under the shim: N launches (and N NVTX push/pop pairs) on one thread after a
 // warm-up, counting the calls this thread makes to malloc/calloc/realloc/free/memalign (this
 // program defines them, exported with -rdynamic, so they take the calls of every library in the
-// process). Around each loop it calls getppid(), a marker that `strace -f` shows, so that check.py
-// can count the thread's system calls inside the loops.
+// process). Around each loop it calls getppid(), a marker that `strace -f` shows, so that
+// capture_checks.py can count the thread's system calls inside the loops.
 // Prints "hot_path: launches <N> mallocs <A> nvtx <N> mallocs <B> tid <TID>".
 //   hot_path [N=100000]
 #include <malloc.h>

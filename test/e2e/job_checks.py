@@ -13,20 +13,11 @@ import shutil
 import subprocess
 import time
 
-TESTS = []
+from harness import tail, test
+
 
 STEPS, PERIOD_US = 60, 11700
 FAST_US, SLOW_US = 91, 1730  # Backward CPU work of rank 0 and of the straggler, rank 1
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def tail(text, n=300):
-    text = " | ".join(line for line in text.strip().splitlines() if line.strip())
-    return text if len(text) <= n else "..." + text[-n:]
 
 
 def namespaces_work():

@@ -3,7 +3,7 @@
 //   "inner" range around the last launch; one domain range "dom_range" in domain "mylib" with a
 //   registered string; one start/end range "cross_thread" started here and ended on another
 //   thread; 2 marks "checkpoint"; the main thread named "trainer".
-// Expected (check.py): step_* count 1 each with GPU projection ~60 us and 3 GPU ops; inner x5
+// Expected (nvtx_checks.py): step_* count 1 each with GPU projection ~60 us and 3 GPU ops; inner x5
 // with ~20 us; dom_range x1 domain mylib; cross_thread x1; marks checkpoint x2.
 //   nvtx_app [TAIL_MS]: then launches k_nvtx every 200 us for TAIL_MS ms, outside any step (what
 //   a job does after the captured steps).

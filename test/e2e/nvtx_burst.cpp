@@ -1,6 +1,7 @@
 // NVTX bursts on one thread, far faster than any collector drains them: PAIRS push/pop pairs named
 // from NAMES distinct names (name_0 .. name_{NAMES-1}, in turn), then MARKS marks named mark_<i>.
-// Prints "nvtx_burst: <pairs> pairs <names> names <marks> marks" (check.py counts them in the trace).
+// Prints "nvtx_burst: <pairs> pairs <names> names <marks> marks" (capture_checks.py counts them in
+// the trace).
 //   nvtx_burst [pairs=1000000] [names=1] [marks=0]
 #include <nvtx3/nvToolsExt.h>
 #include <string>

@@ -2,23 +2,14 @@
 with the others). test/e2e/nvtx_spec.cpp drives the entry points a tool receives; it runs once
 under the oracle injection of test/nvtx_oracle (which keeps exactly what it received, paired per
 thread and domain) and once under `cutrace record`, and every range, mark and thread name must
-match: name, domain, kind, depth, colour, category, open or closed, and the duration."""
+match: name, domain, kind, depth, colour, category, open or closed, and the duration. Also the
+ranges, marks and thread names of test/e2e/nvtx_app.cpp through NVTX_INJECTION64_PATH."""
 import json
 import os
 import re
 import subprocess
 
-TESTS = []
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
-
-
-def harness():
-    import __main__ as h  # check.py: the Suite, Checks and helpers
-    return h
+from harness import dump_fields, dump_kernels, ranges_by_name, tail, test, traces
 
 
 def unhex(s):
@@ -40,7 +31,8 @@ def oracle_run(s, c, prog):
     return ranges, marks, threads, cats
 
 
-def dump_lines(s, c, trace, rec_type):
+def dump_raw_lines(s, c, trace, rec_type):
+    """The rec_type lines of `cutrace dump`, bytes that are not UTF-8 kept (surrogateescape)."""
     p = subprocess.run([s.cutrace, "dump", "--type", rec_type, trace], capture_output=True, timeout=120)
     c.require(p.returncode == 0, f"`cutrace dump --type {rec_type}` exited {p.returncode}")
     return [ln for ln in p.stdout.decode("utf-8", "surrogateescape").splitlines() if f" {rec_type} " in ln]
@@ -68,7 +60,7 @@ def cutrace_ranges(s, c, trace):
     pat = re.compile(r"kind=(\w+)( open)? source=\w+ tid=(\d+) end_tid=\d+ depth=(\d+) name=" + STR +
                      r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+) cpu=\[(-?\d+)\.\.(-?\d+)\]")
     out = []
-    for ln in dump_lines(s, c, trace, "Range"):
+    for ln in dump_raw_lines(s, c, trace, "Range"):
         m = pat.search(ln)
         c.require(m is not None, f"unparsed Range line {ln[:200]!r}")
         out.append({"kind": m.group(1), "open": bool(m.group(2)), "tid": int(m.group(3)), "depth": int(m.group(4)),
@@ -81,7 +73,7 @@ def cutrace_ranges(s, c, trace):
 def cutrace_marks(s, c, trace):
     pat = re.compile(r"name=" + STR + r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+)")
     out = []
-    for ln in dump_lines(s, c, trace, "Mark"):
+    for ln in dump_raw_lines(s, c, trace, "Mark"):
         m = pat.search(ln)
         c.require(m is not None, f"unparsed Mark line {ln[:200]!r}")
         out.append((unquote(m.group(1)), unquote(m.group(2)), int(m.group(3)), int(m.group(5), 16)))
@@ -121,14 +113,13 @@ def nvtx_spec_matches_the_oracle(s, c):
     points, 3 domains interleaved 200 deep, push A / push B in another domain / pop A / pop B,
     a pop on an empty domain, the NVTX3 C++ API, a thread without CUDA, NULL/empty/100 KB/invalid
     UTF-8 names, ranges open at exit), the same marks and thread names."""
-    h = harness()
     prog = s.prog("nvtx_spec")
     want, want_marks, want_threads, want_cats = oracle_run(s, c, prog)
     c.require(len(want) > 200, f"the oracle saw {len(want)} ranges")
     d = s.tmpdir("nvtx_spec")
     p = s.record(c, d, [prog])
-    c.expect("nvtx_spec: OK" in p.stdout, f"nvtx_spec printed {h.tail(p.stdout)!r}")
-    trace = os.path.join(d, h.traces(d)[0])
+    c.expect("nvtx_spec: OK" in p.stdout, f"nvtx_spec printed {tail(p.stdout)!r}")
+    trace = os.path.join(d, traces(d)[0])
     got = cutrace_ranges(s, c, trace)
     compare_ranges(c, want, got, 16384)
     # Category names: every range of a named category shows the name the oracle received.
@@ -150,7 +141,7 @@ def nvtx_spec_matches_the_oracle(s, c):
     marks = s.summary(c, d).get("marks", {})
     for name, n in (("second: second_mark", 1), ("cpp: cpp_mark", 1), ("helper_mark", 1), ("mark_w_\u2713", 1)):
         c.equal(f"summary marks[{name!r}]", marks.get(name), n)
-    got_threads = sorted(t.get("name", "") for t in h.dump_fields(s, c, trace, "Thread") if t.get("name"))
+    got_threads = sorted(t.get("name", "") for t in dump_fields(s, c, trace, "Thread") if t.get("name"))
     c.expect(set(want_threads) <= set(got_threads), f"thread names {got_threads}, the oracle's {want_threads}")
 
 
@@ -159,10 +150,9 @@ def nvtx_open_ranges_flagged_and_out_of_statistics(s, c):
     """nvtx_spec leaves a push and a start open at exit: they end at the trace's end flagged open
     (dump, the Chrome export's args), the summary counts them apart and in no duration statistic,
     and no export has a negative time."""
-    h = harness()
     d = s.tmpdir("nvtx_open")
     s.record(c, d, [s.prog("nvtx_spec")])
-    trace = os.path.join(d, h.traces(d)[0])
+    trace = os.path.join(d, traces(d)[0])
     rs = {r["name"]: r for r in cutrace_ranges(s, c, trace)}
     for n in ("open_at_exit", "started_open_at_exit"):
         r = rs.get(n)
@@ -182,3 +172,47 @@ def nvtx_open_ranges_flagged_and_out_of_statistics(s, c):
     c.equal("open ranges in the Chrome export", sorted(e["name"] for e in opened), ["open_at_exit", "started_open_at_exit"])
     c.expect(all(e.get("args", {}).get("open") is True for e in opened), f"open flag missing: {opened}")
     c.expect(all(e.get("ts", 0) >= 0 and e.get("dur", 0) >= 0 for e in ev if "ts" in e), "a negative time in the Chrome export")
+
+
+@test
+def nvtx_ranges_through_injection(s, c):
+    """nvtx_app.cpp through NVTX_INJECTION64_PATH: push/pop with GPU projection, nesting, a
+    domain range with a registered string, a start/end range ended on another thread, marks,
+    thread names (expected values in its header comment)."""
+    d = s.tmpdir("nvtx")
+    # Start and end events: the projection is checked against the fake GPU's 3 x 20 us, so starts
+    # are measured (an inferred start is the launch call's return: late when the test machine is
+    # loaded and the thread is descheduled inside the call).
+    p = s.record(c, d, [s.prog("nvtx_app")], ["--gpu-timing", "events"])
+    c.expect("nvtx_app: OK" in p.stdout, f"nvtx_app printed {tail(p.stdout)!r}")
+    j = s.summary(c, d)
+    r = ranges_by_name(j)
+    for i in range(5):
+        st = r.get(f"step_{i}")
+        if c.expect(st is not None, f"range step_{i} missing (ranges: {sorted(r)})"):
+            c.equal(f"step_{i} count", st["count"], 1)
+            c.equal(f"step_{i} gpu_ops", st["gpu_ops"], 3)
+            c.timing(st["gpu_mean_ns"] >= 59_000, f"step_{i} GPU projection {st['gpu_mean_ns']} ns, expected >= 3 x 20 us")
+    # Each step's projection is exactly the GPU span of the kernels launched inside it (a fixed
+    # upper bound would depend on how the loaded test machine spaced the launches).
+    trace = os.path.join(d, traces(d)[0])
+    kernels = dump_kernels(s, c, trace)
+    span = re.compile(r'name=#\d+ "(step_\d)".*? cpu=\[(-?\d+)\.\.(-?\d+)\].*? gpu=\[(-?\d+)\.\.(-?\d+)\]')
+    for line in s.run([s.cutrace, "dump", "--type", "Range", trace]).stdout.splitlines():
+        m = span.search(line)
+        if not m:
+            continue
+        b, e, gs, ge = (int(m.group(i)) for i in range(2, 6))
+        inside = [k for k in kernels if b <= k[2] <= e]
+        want = (min(k[4] for k in inside), max(k[5] for k in inside)) if inside else (0, 0)
+        c.equal(f"{m.group(1)} GPU projection [start, end]", (gs, ge), want)
+    inner = r.get("inner", {})
+    c.equal("inner count", inner.get("count"), 5)
+    c.timing(19_000 <= inner.get("gpu_mean_ns", 0) <= 25_000, f"inner GPU projection {inner.get('gpu_mean_ns')} ns, expected ~20 us")
+    dom = r.get("dom_range", {})
+    c.equal("dom_range count", dom.get("count"), 1)
+    c.equal("dom_range domain", dom.get("domain"), "mylib")
+    c.equal("cross_thread count", r.get("cross_thread", {}).get("count"), 1)
+    c.equal("marks", j.get("marks", {}).get("checkpoint"), 2)
+    threads = dump_fields(s, c, os.path.join(d, traces(d)[0]), "Thread")
+    c.expect(any(t.get("name") == "trainer" for t in threads), f"thread name 'trainer' missing: {threads}")

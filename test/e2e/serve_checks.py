@@ -11,12 +11,7 @@ import socket
 import subprocess
 import time
 
-TESTS = []
-
-
-def test(fn):
-    TESTS.append(fn)
-    return fn
+from harness import test
 
 
 def job_id(name):
@@ -164,10 +159,9 @@ def serve_binds_loopback_and_lists_jobs(s, c):
 
 @test
 def serve_job_list_notes_separate_runs(s, c):
-    """Regression (tenth session): a directory holding two `cutrace record -o DIR` runs was listed
-    as one job with no word of it, while the summary and the report noted the separate runs. The
-    job list now carries the same notes (and the page marks the job "mixed runs"); one run with
-    two CUDA processes has none."""
+    """A directory holding two `cutrace record -o DIR` runs is not listed as one job without a
+    word: the job list carries the notes the summary and the report give of separate runs (and
+    the page marks the job "mixed runs"); one run with two CUDA processes has none."""
     root = s.tmpdir("serve-runs")
     loop = s.prog("launch_loop")
     s.record(c, os.path.join(root, "one"), ["sh", "-c", f"{loop} 30 & {loop} 40; wait"])

@@ -1,6 +1,6 @@
 // Load test: T threads x N launches over 64 streams; with "mixed", NVTX ranges, copies and
-// stream syncs too. Prints what it did; check.py asserts that every launch is in the trace or
-// counted as dropped (never a silent loss), and that nothing deadlocks or crashes.
+// stream syncs too. Prints what it did; capture_checks.py asserts that every launch is in the trace
+// or counted as dropped (never a silent loss), and that nothing deadlocks or crashes.
 //   stress [threads=32] [launches_per_thread=20000] [mixed]
 #include <nvtx3/nvToolsExt.h>
 #include <atomic>

@@ -38,9 +38,7 @@ bool silent(const char* name) {
 
 // A thread whose call got its API_ENTER callback and not its API_EXIT (the call's callback id was
 // switched off in between) is stranded: none of its later calls gets a callback, even once the id
-// is on again. That is what the H200 showed (GPT small with --gpu-sample, fifth session): after
-// the callbacks had gone off and on, the autograd thread's calls got no callback for the rest of
-// the run while their operations' records still came.
+// is on again, while its operations' records still come (as real CUPTI does on the H200).
 thread_local bool t_entered = false;
 thread_local bool t_stranded = false;  // a finalize does not undo it (its state is the thread's)
 std::atomic<uint64_t> g_finalizes{0};

@@ -1,5 +1,5 @@
 """An annotated "training loop" on the fake CUDA driver, for the e2e scenario
-python_annotations_recorded (test/e2e/check.py), which records it with `cutrace record` and
+python_annotations_recorded (test/e2e/python_checks.py), which records it with `cutrace record` and
 checks the summary. Uses the SageMaker-Profiler-style names, as a script ported from smprof does.
 
     5 steps, each `with smprof.annotate("step_<i>")`: 3 launches of k_step (20 us) + cuCtxSynchronize

@@ -29,7 +29,7 @@ import cutrace  # noqa: E402
 SMPROF_NAMES = ["SMProfiler", "Config", "annotate", "annotation_begin", "annotation_end"]
 PLAIN_NAMES = ["start", "stop", "range", "mark", "is_active", "range_push", "range_pop", "shim_loaded"]
 
-# Thread and range counts of ShimTests.test_threads_nest_ranges, checked by check.py.
+# Thread and range counts of ShimTests.test_threads_nest_ranges, checked by test/e2e/python_checks.py.
 SHIM_THREADS = 8
 SHIM_RANGES_PER_THREAD = 500
 

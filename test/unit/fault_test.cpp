@@ -1,6 +1,7 @@
 // TraceWriter::open never writes through an existing path: a regular file, a symlink to a file
 // elsewhere, a dangling symlink. The collector relies on the EEXIST to pick "<name>.1" instead
-// (collector/collector.cpp start(); end to end: existing_file_is_never_overwritten in check.py).
+// (collector/collector.cpp start(); end to end: existing_file_is_never_overwritten in
+// test/e2e/process_checks.py).
 #include <errno.h>
 #include <unistd.h>
 

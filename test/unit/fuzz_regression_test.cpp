@@ -35,8 +35,8 @@ int dump_quietly(const std::string& path) {
 }  // namespace
 
 TEST_CASE("regression: dump of a record whose times are far apart does not overflow (fuzz_reader)") {
-  // cpu_end - cpu_begin of a damaged record overflowed int64 (UBSan: signed integer overflow in
-  // cmd_dump.cpp cpu_dur); durations are now computed modulo 2^64.
+  // cpu_end - cpu_begin of a damaged record can overflow int64 (UBSan: signed integer overflow in
+  // cmd_dump.cpp cpu_dur): durations are computed modulo 2^64.
   std::string path = kRegress + "dump-signed-overflow-in-durations";
   REQUIRE(std::filesystem::exists(path));
   CHECK(dump_quietly(path) == 0);
@@ -65,9 +65,9 @@ TEST_CASE("regression: a kernel with a huge name string id does not size a table
 }
 
 TEST_CASE("regression: kernel and call times at the ends of int64 do not overflow the summary sums (fuzz_summary)") {
-  // Sums and differences of times read from a damaged file overflowed int64 (UBSan: signed
-  // integer overflow in summary_model.h); they now saturate. The input the fuzzer found was lost
-  // (its artifact was deleted before it was kept): this trace has the same kind of values.
+  // Sums and differences of times read from a damaged file can overflow int64 (UBSan: signed
+  // integer overflow in summary_model.h): they saturate. The fuzzer's input is not in the corpus:
+  // this trace has the same kind of values.
   std::string bytes;
   cutrace::TraceWriter w;
   REQUIRE(w.open_memory(&bytes));
@@ -98,7 +98,7 @@ TEST_CASE("regression: kernel and call times at the ends of int64 do not overflo
 
 TEST_CASE("regression: a damaged clock sync does not overflow the exporters' time shift (fuzz_export_chrome)") {
   // realtime - monotonic of a damaged ClockSync record, and then time + offset in the exporters,
-  // overflowed int64 (UBSan: signed integer overflow in export_chrome.cpp rel()); both now wrap.
+  // can overflow int64 (UBSan: signed integer overflow in export_chrome.cpp rel()): both wrap.
   std::string path = kRegress + "export-clock-offset-overflow";
   REQUIRE(std::filesystem::exists(path));
   std::vector<std::string> in{path};

@@ -97,7 +97,7 @@ TEST_CASE("jobs: status comes from the End record, the process and the file's ag
   write_trace(root.path + "/done/h.rank1.pid2.cutrace", Ending::Clean, host, dead_pid(), t0 + 5);
   write_trace(root.path + "/crashed/h.rank0.pid3.cutrace", Ending::Clean, host, dead_pid(), t0);
   write_trace(root.path + "/crashed/h.rank1.pid4.cutrace", Ending::Signal, host, dead_pid(), t0);
-  // exit(1) on one rank: a clean End record, but the job failed (it used to show as completed).
+  // exit(1) on one rank: a clean End record, but the job failed (not shown as completed).
   write_trace(root.path + "/exit1/h.rank0.pid10.cutrace", Ending::Clean, host, dead_pid(), t0);
   write_trace(root.path + "/exit1/h.rank1.pid11.cutrace", Ending::Exit1, host, dead_pid(), t0);
   write_trace(root.path + "/killed/h.rank0.pid5.cutrace", Ending::None, host, dead_pid(), t0);
@@ -262,8 +262,8 @@ TEST_CASE("jobs: the filter matches name substrings without case, statuses and a
   CHECK_FALSE(jobs::parse_status("Stopped;rm -rf /", &s));
 }
 
-// Two `cutrace record -o DIR` runs into one directory were listed as one job with no word of it
-// (the summary and report said so; the job list did not).
+// Two `cutrace record -o DIR` runs in one directory are not listed as one job without a word: the
+// job list carries the note that the summary and the report give.
 TEST_CASE("jobs: a directory holding separate runs carries the note, one run none") {
   JobsTempDir root;
   const int64_t t0 = 1'700'000'000'000'000'000;
