@@ -14,13 +14,29 @@ from harness import (TIME_SCALE, dump_fields, dump_ops, preload_env, ranges_by_n
 def nvtx_window_captures_exactly_the_chosen_steps(s, c):
     """--capture-range=nvtx:step_* --capture-steps 1-2: only steps 1 and 2 and their kernels."""
     d = s.tmpdir("nvtxwin")
-    s.record(c, d, [s.prog("nvtx_app")], opts=["--capture-range", "nvtx:step_*", "--capture-steps", "1-2"])
+    s.record(c, d, [s.prog("nvtx_app")], opts=["--capture-range", "nvtx:step_\\*"])
     j = s.summary(c, d)
     steps = sorted(n for n in ranges_by_name(j) if n.startswith("step_"))
     c.equal("step ranges in the window", steps, ["step_1", "step_2"])
     c.equal("kernels in the window", sum(k["count"] for k in j["kernels"]), 6)
     wins = dump_fields(s, c, os.path.join(d, traces(d)[0]), "Window")
     c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in wins], [("begin", "nvtx"), ("end", "nvtx")])
+
+
+@test
+def nvtx_window_pattern_is_the_summary_dialect(s, c):
+    """The capture trigger takes the same name patterns as `summary --step-pattern`: '|'
+    alternatives (fnmatch has none: 'nomatch|step_*' matched no range at all) and a backslash
+    that quotes (step_\\* is the literal name "step_*", which nvtx_app does not use)."""
+    d = s.tmpdir("nvtxalt")
+    s.record(c, d, [s.prog("nvtx_app")], opts=["--capture-range", "nvtx:nomatch|step_*", "--capture-steps", "1-2"])
+    j = s.summary(c, d)
+    steps = sorted(n for n in ranges_by_name(j) if n.startswith("step_"))
+    c.equal("step ranges in the window", steps, ["step_1", "step_2"])
+    d = s.tmpdir("nvtxquote")
+    p = s.record(c, d, [s.prog("nvtx_app")], opts=["--capture-range", "nvtx:step_\\*"])
+    c.equal("trace files when the quoted pattern matches nothing", traces(d), [])
+    c.expect("no capture window opened" in p.stderr, f"record's message: {tail(p.stderr)!r}")
 
 
 @test
