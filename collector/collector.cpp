@@ -91,8 +91,11 @@ void on_fatal_signal(int sig) {
   // Ask the collector to write what it has, wait for it (bounded: 10 s, within the grace period
   // schedulers give before SIGKILL; a backlog of the whole buffer budget takes seconds), then die
   // as before.
+  // By the clock, not a count of sleeps: another signal cuts a sleep short (clock_gettime and
+  // nanosleep are async-signal-safe).
   g_fatal_signal.store(sig);
-  for (int i = 0; i < 2000 && g_state.load() == kRunning && !g_signal_flushed.load(); ++i) {
+  const int64_t deadline = mono_ns() + 10000000000;
+  while (g_state.load() == kRunning && !g_signal_flushed.load() && mono_ns() < deadline) {
     struct timespec ts = {0, 5000000};
     nanosleep(&ts, nullptr);
   }
@@ -163,7 +166,7 @@ bool Collector::start() {
   trace::ClockSyncRec cs = clock_sync_now();
   w_.add(cs, trace::RecType::ClockSync);
   started_ns_ = cs.monotonic_ns;
-  if (!cfg.deferred()) window_edge(trace::WindowEdge::Begin, cs.monotonic_ns, "process");
+  if (!capture_deferred()) window_edge(trace::WindowEdge::Begin, cs.monotonic_ns, "process");
   control_path_ = cfg.out_dir + "/.cutrace-ctl." + std::to_string(getpid());
   clock_.init();
   ops_.set_recycler(&recycle);
@@ -430,7 +433,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
   // touches CUDA but runs no step; a job that ended before --delay): nothing was recorded, and a
   // file would only be one more "rank" beside the real ones. `cutrace record` says when no file
   // at all was written.
-  if (config().deferred() && window_index_ == 0) {
+  if (capture_deferred() && window_index_ == 0) {
     unlink(path_.c_str());
     log_info("no capture window opened in this process: no trace file written");
   } else if (!closed) {
@@ -528,6 +531,8 @@ bool collector_ensure_started() {
   return s == kRunning;
 }
 
+bool collector_running() { return g_state.load(std::memory_order_acquire) == kRunning; }
+
 void collector_sync(bool wait_gpu) {
   if (g_state.load(std::memory_order_acquire) == kRunning && g_col) g_col->request_sync(wait_gpu, !wait_gpu);
 }
@@ -560,7 +565,7 @@ void collector_after_failed_exec() {
   int expected = kStopped;
   if (!g_state.compare_exchange_strong(expected, kIdle)) return;
   g_col = nullptr;  // the stopped collector (and its closed file) is left as it is
-  g_capture_on.store(config().enabled && !config().deferred(), std::memory_order_relaxed);
+  g_capture_on.store(config().enabled && !capture_deferred(), std::memory_order_relaxed);
 }
 
 void collector_after_fork_child() {

@@ -12,6 +12,8 @@ namespace cutrace {
 // Slow path of the first recorded call: opens the output file and starts the thread.
 // False if capture cannot happen (output not writable, ...): capture is then switched off.
 bool collector_ensure_started();
+// The collector thread runs (started, not yet shut down).
+bool collector_running();
 
 // Blocks the caller until the collector has drained every ring (and, with wait_gpu, resolved
 // every pending GPU time). For teardown calls: context destroy, module unload. No-op when the

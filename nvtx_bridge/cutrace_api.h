@@ -28,6 +28,10 @@ void cutrace_mark(const char* name);
  * cutrace_capturing() is 1 while records are being taken. */
 void cutrace_capture_start(void);
 void cutrace_capture_stop(void);
+// The smprof API (SMProfiler) is in use: without a capture range chosen, windows are its
+// start/stop pairs from now on (the window open since the process began closes). 0 when the user
+// chose the whole process (`--capture-range process`): its start/stop calls then change nothing.
+int cutrace_capture_by_api(void);
 int cutrace_capturing(void);
 
 #ifdef __cplusplus

@@ -314,4 +314,5 @@ CUTRACE_API void cutrace_range_end(uint64_t h) {
 CUTRACE_API void cutrace_mark(const char* name) { emit(RawKind::Mark, copied_name(name), 0, nullptr, 0, 0, RangeSource::Api); }
 CUTRACE_API void cutrace_capture_start(void) { capture_begin_from_app("api"); }
 CUTRACE_API void cutrace_capture_stop(void) { capture_end_from_app("api"); }
+CUTRACE_API int cutrace_capture_by_api(void) { return capture_by_api() ? 1 : 0; }
 CUTRACE_API int cutrace_capturing(void) { return capture_on() ? 1 : 0; }

@@ -11,6 +11,7 @@ namespace cutrace {
 
 std::atomic<bool> g_capture_on{false};
 std::atomic<int> g_active_captures{0};
+std::atomic<bool> g_windows_by_api{false};
 std::atomic<bool> g_gpu_sample_on{true};
 std::atomic<bool> g_gpu_anchoring{false};
 Backtrace g_backtrace = Backtrace::Sync;
@@ -57,6 +58,7 @@ void load_config() {
   c.verbose = env("CUTRACE_VERBOSE") != nullptr;
   c.enabled = env("CUTRACE_DISABLE") == nullptr;
   if (const char* v = env("CUTRACE_CAPTURE_RANGE")) {
+    c.capture_chosen = true;
     if (!strcmp(v, "cudaProfilerApi")) c.capture = CaptureRange::CudaProfilerApi;
     else if (!strcmp(v, "nvtx")) c.capture = CaptureRange::Nvtx;
     else if (!strcmp(v, "manual")) c.capture = CaptureRange::Manual;
@@ -77,7 +79,7 @@ void load_config() {
       c.steps_every = 0;
     }
   }
-  if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v);
+  if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v), c.capture_chosen = true;
   if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
   if (const char* v = env("CUTRACE_GPU_SAMPLE"); v && !parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
     log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "

@@ -55,6 +55,8 @@ struct Config {
   int64_t gpu_sample_period_ns = 200000000;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
+  // CUTRACE_CAPTURE_RANGE or CUTRACE_DELAY was given: the smprof API may not take windows over.
+  bool capture_chosen = false;
 };
 
 const Config& config();
@@ -79,6 +81,12 @@ inline bool gpu_sample_on() { return __builtin_expect(g_gpu_sample_on.load(std::
 // Number of stream captures in progress in the process (graph capture): when non-zero, wrappers
 // ask the driver whether their stream is capturing before recording events.
 extern std::atomic<int> g_active_captures;
+
+// The smprof API (SMProfiler) took the capture windows over from the default whole-process one
+// (shim/capture.cpp capture_by_api): windows are then its start_profiling/stop_profiling pairs.
+extern std::atomic<bool> g_windows_by_api;
+// Capture is off until something turns it on (a capture range, a delay, or the smprof API).
+inline bool capture_deferred() { return config().deferred() || g_windows_by_api.load(std::memory_order_acquire); }
 
 void log_warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

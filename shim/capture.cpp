@@ -66,6 +66,16 @@ void capture_end_from_app(const char* reason, bool last) {
   if (g_timing == GpuTiming::Cupti) cupti_window(false, last);
 }
 
+bool capture_by_api() {
+  const Config& c = config();
+  if (c.capture != CaptureRange::Process) return true;  // another range: the calls open windows
+  if (c.capture_chosen) return false;
+  if (!c.enabled || g_windows_by_api.exchange(true, std::memory_order_acq_rel)) return true;
+  if (collector_running()) capture_end_from_app("smprof");  // what ran before is its own window
+  else g_capture_on.store(false, std::memory_order_seq_cst);  // nothing recorded yet
+  return true;
+}
+
 void capture_nvtx_push(const char* name, const void* domain, int depth) {
   const Config& c = config();
   if (c.capture != CaptureRange::Nvtx || !name || !trace::name_pattern_match(c.nvtx_glob, name)) return;

@@ -122,6 +122,8 @@ def _bind():
         "capture_start": fn("cutrace_capture_start", None),
         "capture_stop": fn("cutrace_capture_stop", None),
         "capturing": fn("cutrace_capturing", ctypes.c_int),
+        # Optional: a shim without it keeps the whole-process window under SMProfiler.
+        "capture_by_api": fn("cutrace_capture_by_api", ctypes.c_int) if hasattr(lib, "cutrace_capture_by_api") else None,
     }
 
 
@@ -404,7 +406,10 @@ class Config(object):
 class SMProfiler(object):
     """smprof ``SMProfiler``: one per process, from ``SMProfiler.instance()`` (or
     ``SMProfiler()``, the same object). ``start_profiling``/``stop_profiling`` open and close a
-    capture window (``cutrace.start``/``stop``)."""
+    capture window (``cutrace.start``/``stop``). Under plain ``cutrace record`` (no capture range
+    chosen), making it hands the windows to these calls, as with smprof: the process is recorded
+    between each start and stop (CUDA work from before it was made is a window of its own);
+    ``--capture-range process`` records the whole process and the calls change nothing."""
 
     _instance = None
     _lock = threading.Lock()
@@ -414,6 +419,10 @@ class SMProfiler(object):
             if cls._instance is None:
                 obj = super(SMProfiler, cls).__new__(cls)
                 obj.config = Config()
+                # As with smprof, the process is recorded between start_profiling and
+                # stop_profiling; `cutrace record --capture-range process` keeps all of it.
+                by_api = _C.get("capture_by_api") if _LOADED else None
+                obj._windows = by_api() != 0 if by_api else True
                 cls._instance = obj
         return cls._instance
 
@@ -432,12 +441,14 @@ class SMProfiler(object):
         self.config = config
 
     def start_profiling(self):
-        """Opens a capture window (``cutrace.start()``)."""
-        start()
+        """Opens a capture window (``cutrace.start()``); nothing under ``--capture-range process``."""
+        if self._windows:
+            start()
 
     def stop_profiling(self):
-        """Closes the capture window (``cutrace.stop()``)."""
-        stop()
+        """Closes the capture window (``cutrace.stop()``); nothing under ``--capture-range process``."""
+        if self._windows:
+            stop()
 
     def is_profiling(self):
         """True while records are being taken (``cutrace.is_active()``)."""

@@ -123,3 +123,25 @@ def python_annotations_recorded(s, c):
             ok = all(n <= want_n for n in got.values()) and j["dropped_records"] > 0
             (c.notes if ok else c.errors).append(
                 f"thread ranges {got}, expected {want_n} each; dropped_records {j['dropped_records']}")
+
+
+@test
+def smprof_start_stop_are_the_windows(s, c):
+    """A script written for smprof (`import cutrace as smppy`), under plain `cutrace record`, is
+    recorded between start_profiling and stop_profiling, each pair a window, as smprof recorded
+    it; the whole process only when the user chose `--capture-range process`."""
+    script = [sys.executable, os.path.join(PY_TESTS, "smprof_window_app.py")]
+    d = s.tmpdir("smprof")
+    p = s.record(c, d, script, extra_env=python_env(s))
+    c.equal("stdout", p.stdout, "smprof_window_app: OK\n")
+    j = s.summary(c, d)
+    c.equal("kernels", sorted((k["name"], k["count"]) for k in j["kernels"]), [("k_again", 1), ("k_in", 3)])
+    trace = os.path.join(d, traces(d)[0])
+    wins = dump_fields(s, c, trace, "Window")
+    c.equal("window edges", [(w.get("edge"), w.get("reason")) for w in wins],
+            [("begin", "api"), ("end", "api"), ("begin", "api"), ("end", "api")])
+    d = s.tmpdir("smprof-process")
+    s.record(c, d, script, opts=["--capture-range", "process"], extra_env=python_env(s))
+    j = s.summary(c, d)
+    c.equal("kernels with --capture-range process", sorted((k["name"], k["count"]) for k in j["kernels"]),
+            [("k_after", 4), ("k_again", 1), ("k_before", 2), ("k_end", 5), ("k_in", 3)])

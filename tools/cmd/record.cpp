@@ -33,6 +33,7 @@ struct RecordOptions {
   int sample_hz = 10;
   bool verbose = false;
   std::string capture_range = "process";
+  bool capture_range_given = false;  // --capture-range on the command line
   std::string capture_steps;
   long capture_repeat = 0;
   double delay = 0, duration = 0;
@@ -198,7 +199,9 @@ int run_record(const RecordOptions& o) {
     fprintf(stderr, "cutrace record: --capture-steps A-B counts NVTX ranges: it needs --capture-range nvtx:PATTERN\n");
     return 2;
   }
-  setenv("CUTRACE_CAPTURE_RANGE", range.c_str(), 1);
+  // Only a range the user chose: without one, the smprof API may take the windows over (shim).
+  if (o.capture_range_given) setenv("CUTRACE_CAPTURE_RANGE", range.c_str(), 1);
+  else unsetenv("CUTRACE_CAPTURE_RANGE");
   if (!pattern.empty()) setenv("CUTRACE_CAPTURE_NVTX", pattern.c_str(), 1);
   if (!o.capture_steps.empty()) setenv("CUTRACE_CAPTURE_STEPS", o.capture_steps.c_str(), 1);
   if (o.capture_repeat > 0) {
@@ -281,7 +284,8 @@ void add_record_command(CLI::App& app) {
       ->check(CLI::Range(1.0, 1048576.0));
   sub->add_option("--capture-range", opts->capture_range,
                   "What opens capture windows: process (default), cudaProfilerApi, nvtx:PATTERN (NVTX "
-                  "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())");
+                  "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())")
+      ->each([opts](const std::string&) { opts->capture_range_given = true; });
   sub->add_option("--capture-steps", opts->capture_steps,
                   "With nvtx:PATTERN, capture the A-th to B-th matching ranges (0-based), e.g. 100-120");
   sub->add_option("--capture-repeat", opts->capture_repeat,
