@@ -398,6 +398,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("collector_cpu_ns", std::to_string(int64_t(cpu.tv_sec) * 1000000000 + cpu.tv_nsec).c_str());
   if (int status = g_exit_status.load(); status >= 0 && !(flags & trace::kEndSignal))
     w_.meta("exit_status", std::to_string(status));
+  if (int sig = g_fatal_signal.load(); sig > 0 && (flags & trace::kEndSignal)) w_.meta("signal", std::to_string(sig));
   if (g_timing == GpuTiming::Cupti) {
     CuptiLosses lost = cupti_losses();
     if (lost.dropped) w_.meta("cupti_dropped_records", std::to_string(lost.dropped));

@@ -88,6 +88,12 @@ function row(job) {
   badge.className = "status " + job.status;
   badge.textContent = job.status;
   st.appendChild(badge);
+  if (job.reason) {
+    const why = document.createElement("span");
+    why.className = "reason";
+    why.textContent = job.reason;
+    st.appendChild(why);
+  }
   if (job.problems.length) st.title = job.problems.join("\n");
   if (job.notes && job.notes.length) {
     // The directory holds traces of separate runs, which the report adds up as one job's.

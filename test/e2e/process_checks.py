@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from harness import (ROUTES, TIME_SCALE, by_name, check_counts, dump_fields, fault_popen, fault_run, one_trace,
+from harness import (ROUTES, trace_meta, TIME_SCALE, by_name, check_counts, dump_fields, fault_popen, fault_run, one_trace,
                      preload_env, tail, test, traces)
 
 
@@ -192,6 +192,7 @@ def exit_paths_flush(s, c):
         c.equal(f"{name}: complete", r["complete"], True)
         c.equal(f"{name}: launches", launches, n)
         c.equal(f"{name}: End flags", end_flags(s, c, path), "signal")
+        c.equal(f"{name}: meta signal", trace_meta(s, c, path).get("signal"), str(int(sig)))
 
 
 @test

@@ -180,7 +180,7 @@ def serve_job_list_notes_separate_runs(s, c):
 def serve_job_status_from_files(s, c):
     """running: a traced process still alive; completed: clean End; failed: End written from a
     signal handler (SIGTERM); stopped: no End and the process gone (SIGKILL), file not touched
-    since. The running job turns failed once it is terminated."""
+    since. The running job turns failed once it is terminated. Each says why ("reason")."""
     root = s.tmpdir("serve-status")
     record_exit(s, c, os.path.join(root, "done"))
     env = dict(s.env, LD_PRELOAD=s.shim, CUTRACE_SAMPLE_HZ="0")
@@ -201,9 +201,15 @@ def serve_job_status_from_files(s, c):
             jobs = jobs_by_name(srv)
             got = {n: j["status"] for n, j in jobs.items()}
             c.equal("statuses", got, {"done": "completed", "killed": "stopped", "live": "running"})
+            reasons = {n: j.get("reason", "") for n, j in jobs.items()}
+            c.equal("done's reason", reasons["done"], "exit status 0")
+            c.expect(reasons["killed"].startswith("no end record and no longer written"), f"killed's reason {reasons['killed']!r}")
+            c.expect(re.fullmatch(r"recording, .+ written so far", reasons["live"]), f"live's reason {reasons['live']!r}")
             live.send_signal(signal.SIGTERM)
             live.wait(timeout=10)
-            c.equal("live after SIGTERM", jobs_by_name(srv).get("live", {}).get("status"), "failed")
+            after = jobs_by_name(srv).get("live", {})
+            c.equal("live after SIGTERM", after.get("status"), "failed")
+            c.equal("live's reason after SIGTERM", after.get("reason"), "killed by SIGTERM")
             c.equal("status filter stopped", sorted(jobs_by_name(srv, "?status=stopped")), ["killed"])
     finally:
         for p in (killed, live):

@@ -40,7 +40,7 @@ std::string this_host() {
   return h;
 }
 
-enum class Ending { Clean, Signal, None, Exit1 };
+enum class Ending { Clean, Signal, None, Exit1, Sigterm };
 
 // One rank file as the collector writes it: metadata, one kernel name, then an End (or none).
 void write_trace(const std::string& path, Ending end, const std::string& host, int64_t pid,
@@ -58,7 +58,8 @@ void write_trace(const std::string& path, Ending end, const std::string& host, i
   if (end == Ending::Clean) w.meta("exit_status", "0");
   if (end == Ending::Exit1) w.meta("exit_status", "1");  // as the collector writes it, at the end
   if (end == Ending::Clean || end == Ending::Exit1) REQUIRE(w.close(0, trace::kEndClean));
-  if (end == Ending::Signal) REQUIRE(w.close(0, trace::kEndSignal));
+  if (end == Ending::Sigterm) w.meta("signal", "15");  // as the collector writes it, at the end
+  if (end == Ending::Signal || end == Ending::Sigterm) REQUIRE(w.close(0, trace::kEndSignal));
   // Ending::None: the destructor flushes and closes without an End record (killed process).
 }
 
@@ -138,6 +139,35 @@ TEST_CASE("jobs: status comes from the End record, the process and the file's ag
   uint64_t bytes = std::filesystem::file_size(root.path + "/done/h.rank0.pid1.cutrace") +
                    std::filesystem::file_size(root.path + "/done/h.rank1.pid2.cutrace");
   CHECK(done->size_bytes == bytes);
+}
+
+TEST_CASE("jobs: each status says why: exit status, the signal by name, the file that is still written") {
+  JobsTempDir root;
+  const std::string host = this_host();
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  write_trace(root.path + "/done/h.rank0.pid1.cutrace", Ending::Clean, host, dead_pid(), t0);
+  write_trace(root.path + "/term/h.rank0.pid2.cutrace", Ending::Clean, host, dead_pid(), t0);
+  write_trace(root.path + "/term/h.rank1.pid3.cutrace", Ending::Sigterm, host, dead_pid(), t0);
+  write_trace(root.path + "/exit1/h.rank0.pid4.cutrace", Ending::Exit1, host, dead_pid(), t0);
+  write_trace(root.path + "/killed/h.rank0.pid5.cutrace", Ending::None, host, dead_pid(), t0);
+  age(root.path + "/killed/h.rank0.pid5.cutrace", 3600);
+  write_trace(root.path + "/live/h.rank0.pid6.cutrace", Ending::None, host, getpid(), t0, mono_now());
+  jobs::Scanner sc;
+  std::string err;
+  REQUIRE_MESSAGE(sc.open(root.path, &err), err);
+  std::vector<jobs::Job> all = sc.scan();
+  auto reason = [&](const char* name) {
+    const jobs::Job* j = by_name(all, name);
+    REQUIRE_MESSAGE(j != nullptr, name);
+    return j->reason;
+  };
+  CHECK(reason("done") == "exit status 0");
+  CHECK(reason("term") == "h.rank1.pid3.cutrace: killed by SIGTERM");  // only the rank that failed
+  CHECK(reason("exit1") == "exit status 1");
+  CHECK(reason("killed").rfind("no end record and no longer written", 0) == 0);
+  const std::string live = reason("live");
+  CHECK(live.rfind("recording, ", 0) == 0);
+  CHECK(live.find("written so far") != std::string::npos);
 }
 
 TEST_CASE("jobs: a file that is not a trace makes its job stopped with the reason, not an error") {

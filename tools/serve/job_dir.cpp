@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "tools/common/format_util.h"
 #include "trace/job_file.h"
 #include "trace/reader.h"
 
@@ -148,6 +149,7 @@ FileFacts Scanner::facts(const std::string& path, uint64_t size, int64_t mtime, 
       f.complete = r.status().complete;
       f.end_flags = r.status().end.flags;
       f.exit_status = int(r.meta_int("exit_status", -1));  // written at the end: known after the read
+      f.signal = int(r.meta_int("signal", 0));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -159,6 +161,27 @@ Status Scanner::file_status(const std::string& path, const FileFacts& f, int64_t
   if (f.complete) return (f.end_flags & trace::kEndSignal) || f.exit_status > 0 ? Status::Failed : Status::Completed;
   if (now_realtime_ns() - mtime < running_grace_ns) return Status::Running;
   return Status::Stopped;
+}
+
+// Why one file has its status, in words (the job list shows it beside the status).
+std::string file_reason(Status s, const FileFacts& f, uint64_t size, bool merged) {
+  if (!f.error.empty()) return f.error;
+  switch (s) {
+    case Status::Running: return "recording, " + tools::human_bytes(size) + " written so far";
+    case Status::Completed: return "exit status " + std::to_string(f.exit_status < 0 ? 0 : f.exit_status);
+    case Status::Failed:
+      if (f.signal > 0) {
+        const char* abbrev = sigabbrev_np(f.signal);
+        return abbrev ? std::string("killed by SIG") + abbrev : "killed by signal " + std::to_string(f.signal);
+      }
+      if (f.end_flags & trace::kEndSignal) return "killed by a signal";
+      return "exit status " + std::to_string(f.exit_status);
+    case Status::Stopped:
+      return merged ? "the trace ends without its end record"
+                    : "no end record and no longer written: the process was killed without a flush "
+                      "(SIGKILL, out of memory) or its machine stopped";
+  }
+  return "";
 }
 
 // Fills `job` from the traces directly in `dir` (merged job files there are jobs of their own);
@@ -211,6 +234,7 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
   job->id = job_id(rel);
   job->path = path;
   bool any = false, running = false, failed = false, stopped = false;
+  std::vector<std::pair<Status, std::string>> reasons;  // per file: "name: why"
   std::set<std::string> hosts;
   std::vector<runs::Trace> ids;
   for (const Entry& e : entries) {
@@ -231,6 +255,7 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
       f = facts(e.path, uint64_t(st.st_size), mt, true);
       s = merged && !f.complete ? Status::Stopped : file_status(e.path, f, mt);
     }
+    reasons.emplace_back(s, name + ": " + file_reason(s, f, uint64_t(st.st_size), merged));
     if (f.error.empty()) ids.push_back(f.id);
     if (!f.id.host.empty()) hosts.insert(f.id.host);
     int64_t created = f.id.start_realtime_ns > 0 ? f.id.start_realtime_ns : mt;
@@ -244,6 +269,17 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
                 : failed ? Status::Failed
                 : stopped ? Status::Stopped
                           : Status::Completed;
+  // The files that make the job's status, at most three named.
+  int shown = 0, more = 0;
+  for (const auto& [s, why] : reasons) {
+    if (s != job->status) continue;
+    if (shown == 3) {
+      ++more;
+      continue;
+    }
+    job->reason += (shown++ ? "; " : "") + (entries.size() == 1 ? why.substr(why.find(": ") + 2) : why);
+  }
+  if (more) job->reason += "; and " + std::to_string(more) + " more";
   job->hosts.assign(hosts.begin(), hosts.end());
   job->notes = runs::mixed_runs(ids);
   return true;

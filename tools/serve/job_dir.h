@@ -33,6 +33,7 @@ struct Job {
   std::string path;     // absolute path of the job directory or merged file (inside the root)
   int64_t created_ns = 0;   // CLOCK_REALTIME of the earliest capture start (mtime if unknown)
   Status status = Status::Completed;
+  std::string reason;   // why that status, in words: "exit status 3", "rank 1: SIGTERM", ...
   int ranks = 0;        // trace files
   uint64_t size_bytes = 0;
   std::vector<std::string> hosts;
@@ -53,6 +54,7 @@ struct FileFacts {
   bool complete = false;
   uint32_t end_flags = 0;
   int exit_status = -1;  // meta exit_status; -1: not recorded
+  int signal = 0;        // meta signal: the fatal signal the trace was flushed for; 0: none
   runs::Trace id;        // host, pid, start time, and what tells runs apart
   int64_t start_monotonic_ns = 0;
   std::string error;  // could not be opened

@@ -20,6 +20,7 @@ json job_json(const jobs::Job& j, bool loaded) {
               {"name", j.name},
               {"created_ns", j.created_ns},
               {"status", jobs::status_name(j.status)},
+              {"reason", j.reason},
               {"ranks", j.ranks},
               {"size_bytes", j.size_bytes},
               {"hosts", j.hosts},
