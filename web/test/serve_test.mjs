@@ -94,6 +94,11 @@ test('job list: every job, hostile directory name as text, no console error', as
   await openList();
   assert.deepEqual((await rowNames()).sort(), [EVIL_JOB, 'alpha', 'beta', 'big'].sort());
   assert.equal(await row('alpha').locator('.status').textContent(), 'completed');
+  // The reason beside the status is the API's.
+  const api = await page.evaluate(async () => (await (await fetch('/api/jobs')).json()).jobs);
+  const alpha = api.find((j) => j.name === 'alpha');
+  assert.equal(alpha.reason, 'exit status 0');
+  assert.equal(await row('alpha').locator('.reason').textContent(), alpha.reason);
   assert.equal(await row('big').locator('td.ranks').textContent(), '1');
   assert.equal(await page.locator('#jobs img').count(), 0, 'the job name became an element');
   assert.deepEqual(dialogs, []);
