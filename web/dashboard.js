@@ -77,7 +77,7 @@
       data: {datasets},
       options: {maintainAspectRatio: false, parsing: false, normalized: true,
                 elements: {point: {radius: 0}, line: {borderWidth: 1.5, stepped: opts.stepped || false}},
-                scales: {x: {type: 'linear', ticks: {callback: (v) => CT.fmtNs(v)}, title: {display: true, text: 'time since the first event'}},
+                scales: {x: {type: 'linear', min: 0, ticks: {callback: (v) => CT.fmtNs(v)}, title: {display: true, text: 'time since the first event'}},
                          y: {beginAtZero: true, max: opts.max, ticks: {callback: unitFmt}}},
                 plugins: {decimation: {enabled: true, algorithm: 'min-max'},
                           tooltip: {mode: 'nearest', intersect: false,

@@ -172,3 +172,41 @@ TEST_CASE("report timeline aggregates a crowded track into about width_px bucket
   CHECK((*stream)["s"].size() == 10);
   std::remove(path.c_str());
 }
+
+TEST_CASE("report memory chart: allocations made once hold their size to the end of the trace") {
+  // As a caching allocator does: two allocations in the first microseconds, then 1 ms of kernels.
+  std::string path = "/tmp/cutrace_report_mem_" + std::to_string(getpid()) + ".cutrace";
+  std::remove(path.c_str());
+  TraceWriter w;
+  std::string err;
+  REQUIRE(w.open(path, &err));
+  w.meta("pid", "100");
+  const int64_t base = 1'000'000'000;
+  for (int i = 0; i < 2; ++i) {
+    cutrace::trace::MemoryRec m{};
+    m.cpu_begin = base + i * 1000, m.cpu_end = m.cpu_begin + 500;
+    m.address = 0x7000000 + uint64_t(i) * 0x100000, m.bytes = 1 << 20;
+    m.tid = 100, m.op = uint8_t(cutrace::trace::MemOp::Alloc), m.mem_kind = uint8_t(cutrace::trace::MemKind::Device);
+    w.add(m, cutrace::trace::RecType::Memory);
+  }
+  cutrace::trace::KernelRec k{};
+  k.op.corr = 1, k.op.tid = 100, k.op.stream = 1;
+  k.op.cpu_begin = base + 999'000, k.op.cpu_end = base + 999'100;
+  k.op.gpu_start = base + 999'200, k.op.gpu_end = base + 1'000'000;
+  k.name_id = w.intern("gemm");
+  w.add(k, cutrace::trace::RecType::Kernel);
+  REQUIRE(w.close(0, cutrace::trace::kEndClean));
+  std::string dash_s;
+  REQUIRE_MESSAGE(report::dashboard_json(path, &dash_s, &err), err);
+  Json dash = Json::parse(dash_s);
+  const Json* mem = nullptr;
+  for (const Json& t : dash["tracks"])
+    if (t["kind"] == "counter" && t["series"] == "gpu_mem_alloc") mem = &t;
+  REQUIRE(mem);
+  REQUIRE((*mem)["ts"].size() == 3);
+  CHECK((*mem)["value"][0] == 1 << 20);
+  CHECK((*mem)["value"][1] == 2 << 20);
+  CHECK((*mem)["value"][2] == 2 << 20);                  // held ...
+  CHECK((*mem)["ts"][2].get<int64_t>() >= 999'000);      // ... to the last event, 1 ms later
+  std::remove(path.c_str());
+}

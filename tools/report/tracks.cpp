@@ -408,7 +408,11 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
       for (const auto& [sid, ev] : f.streams) by_device[f.stream_device[sid]].push_back(sid);
       for (const auto& [dev, _] : f.nvml) by_device[dev];
       std::map<uint16_t, CounterSeries> mem = memory_counters(f.mem);
-      for (const auto& [dev, _] : mem) by_device[dev];
+      for (auto& [dev, c] : mem) {
+        by_device[dev];
+        // Allocations made once (a caching allocator's) hold to the end: the chart spans the trace.
+        if (!c.ts.empty() && c.ts.back() < tl->t1_ns) c.ts.push_back(tl->t1_ns), c.value.push_back(c.value.back());
+      }
       for (auto& [dev, sids] : by_device) {
         std::string dn = ::fmt::format("GPU {}", dev);
         auto it = f.device_names.find(dev);
