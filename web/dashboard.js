@@ -163,7 +163,7 @@
     }
     const mem = counters('gpu_mem_used').concat(counters('gpu_mem_alloc'));
     if (mem.length) {
-      out.push(card('Device memory over time', {wide: true, note: 'NVML used, and the sum of live cuMemAlloc* allocations'},
+      out.push(card('Device memory over time', {wide: true, id: 'memory', note: 'NVML used, and the sum of live cuMemAlloc* allocations'},
         chartBox(lineChart(mem.map((t, i) => ({label: `${fileLabel(t.file)} GPU ${t.device} ${t.series === 'gpu_mem_used' ? 'used (NVML)' : 'allocated'}`,
                                                data: points(t), borderColor: CT.palette[i % CT.palette.length]})), CT.fmtBytes, {stepped: true}))));
     }

@@ -339,3 +339,17 @@ test('per-rank comparison names the straggler from the collectives, with the tim
   assert.match(await page.locator('[data-card="ranks"] h3 .note').textContent(),
                /^slowest: rank \d \(median step time\); no straggler analysis: no collective matched across ranks/);
 });
+
+test('memory chart: the allocations span the trace, from its start to its last event', async () => {
+  await page.waitForTimeout(300);  // charts draw on the next frames
+  const got = await page.evaluate(() => {
+    const chart = Chart.getChart(document.querySelector('[data-card="memory"] canvas'));
+    const alloc = chart.data.datasets.filter((d) => / allocated$/.test(d.label));
+    return {min: chart.options.scales.x.min, last: alloc.map((d) => d.data[d.data.length - 1].x),
+            first: alloc.map((d) => d.data[0].x)};
+  });
+  assert.equal(got.min, 0);
+  assert.ok(got.last.length > 0, 'no allocation series in the memory chart');
+  // The job's ranks run about 30 steps: each series reaches past its first allocation by far.
+  for (let i = 0; i < got.last.length; i++) assert.ok(got.last[i] > got.first[i] + 1e6, JSON.stringify(got));
+});
