@@ -272,33 +272,35 @@ void put_varint(std::string& out, uint64_t v) {
 }
 
 struct Writer {
-  std::string col[trace::kColumnCount];
+  ColumnBuffer* col;  // kColumnCount, BlockEncoder::cols_
   State st;
-  std::unordered_map<std::string, uint32_t>* configs;
+  const std::unordered_map<ConfigKey, uint32_t, ConfigKeyHash>* configs;
 
-  void u(Column c, char* p, size_t size) { put_varint(col[c], load(p, size)); }
-  void z(Column c, char* p, size_t size) { put_varint(col[c], zigzag(load_signed(p, size))); }
+  void u(Column c, char* p, size_t size) { col[c].put_varint(load(p, size)); }
+  void z(Column c, char* p, size_t size) { col[c].put_varint(zigzag(load_signed(p, size))); }
   void delta(Column c, char* p, size_t size) {
     uint64_t v = load(p, size);
-    put_varint(col[c], zigzag(int64_t(v - st.prev[c])));
+    col[c].put_varint(zigzag(int64_t(v - st.prev[c])));
     st.prev[c] = v;
   }
   void cpu_times(uint32_t tid, char* begin_p, char* end_p) {
     int64_t begin = load_signed(begin_p, 8), end = load_signed(end_p, 8);
-    put_varint(col[trace::kColCpuBegin], zigzag(int64_t(uint64_t(begin) - uint64_t(st.predict_cpu(tid)))));
-    put_varint(col[trace::kColCpuDuration], zigzag(int64_t(uint64_t(end) - uint64_t(begin))));
+    col[trace::kColCpuBegin].put_varint(zigzag(int64_t(uint64_t(begin) - uint64_t(st.predict_cpu(tid)))));
+    col[trace::kColCpuDuration].put_varint(zigzag(int64_t(uint64_t(end) - uint64_t(begin))));
     st.saw_cpu(tid, begin);
   }
   void gpu_times(uint64_t lane, int64_t cpu_end, char* start_p, char* end_p) {
     int64_t start = load_signed(start_p, 8), end = load_signed(end_p, 8);
     int64_t pred = st.predict_gpu(lane, cpu_end);
-    put_varint(col[trace::kColGpuStart], start ? 1 + zigzag(int64_t(uint64_t(start) - uint64_t(pred))) : 0);
+    col[trace::kColGpuStart].put_varint(start ? 1 + zigzag(int64_t(uint64_t(start) - uint64_t(pred))) : 0);
     int64_t base = start ? start : cpu_end;
-    put_varint(col[trace::kColGpuDuration], end ? 1 + zigzag(int64_t(uint64_t(end) - uint64_t(base))) : 0);
+    col[trace::kColGpuDuration].put_varint(end ? 1 + zigzag(int64_t(uint64_t(end) - uint64_t(base))) : 0);
     if (end) st.gpu.set(lane, end);
   }
   void config(char* p) {  // the id was assigned by BlockEncoder::encode before
-    put_varint(col[trace::kColConfig], configs->at(std::string(p, kConfigBytes)));
+    ConfigKey k;
+    std::memcpy(k.b, p, sizeof k.b);
+    col[trace::kColConfig].put_varint(configs->at(k));
   }
 };
 
@@ -312,11 +314,27 @@ const char* column_name(int column) {
   return column >= 0 && column < trace::kColumnCount ? names[column] : "?";
 }
 
+size_t ConfigKeyHash::operator()(const ConfigKey& k) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over 8-byte words
+  for (size_t i = 0; i + 8 <= sizeof k.b; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, k.b + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  uint32_t tail;
+  static_assert(sizeof k.b % 8 == 4);
+  std::memcpy(&tail, k.b + sizeof k.b - 4, 4);
+  h = (h ^ tail) * 1099511628211ull;
+  return size_t(h ^ (h >> 29));
+}
+
 void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
+  for (ColumnBuffer& c : cols_) c.clear();
   Writer w;
+  w.col = cols_;
   w.st.reset();
   w.configs = &configs_;
-  std::string& tags = w.col[trace::kColTag];
+  ColumnBuffer& tags = w.col[trace::kColTag];
   auto verbatim = [&](const char* rec, size_t size) {
     tags.push_back(0);
     w.col[trace::kColVerbatim].append(rec, size);
@@ -333,7 +351,8 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
       continue;
     }
     if (h.type == uint16_t(trace::RecType::Kernel)) {
-      std::string key(rec + offsetof(trace::KernelRec, name_id), kConfigBytes);
+      ConfigKey key;
+      std::memcpy(key.b, rec + offsetof(trace::KernelRec, name_id), sizeof key.b);
       if (!configs_.count(key)) {
         if (configs_.size() >= trace::kMaxKernelConfigs) {
           verbatim(rec, h.size);
@@ -343,9 +362,8 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
         c.h.type = uint16_t(trace::RecType::KernelConfig);
         c.h.size = sizeof c;
         c.id = uint32_t(configs_.size() + 1);
-        std::memcpy(reinterpret_cast<char*>(&c) + offsetof(trace::KernelConfigRec, name_id), key.data(),
-                    kConfigBytes);
-        configs_.emplace(std::move(key), c.id);
+        std::memcpy(reinterpret_cast<char*>(&c) + offsetof(trace::KernelConfigRec, name_id), key.b, kConfigBytes);
+        configs_.emplace(key, c.id);
         verbatim(reinterpret_cast<const char*>(&c), sizeof c);
       }
     }
@@ -355,14 +373,14 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
   std::string head;
   put_varint(head, trace::kColumnCount);
   size_t total = 0;
-  for (const std::string& c : w.col) {
+  for (const ColumnBuffer& c : cols_) {
     put_varint(head, c.size());
     total += c.size();
   }
   out->clear();
   out->reserve(head.size() + total);
   out->insert(out->end(), head.begin(), head.end());
-  for (const std::string& c : w.col) out->insert(out->end(), c.begin(), c.end());
+  for (const ColumnBuffer& c : cols_) out->insert(out->end(), c.data(), c.data() + c.size());
 }
 
 // ---- decoder ---------------------------------------------------------------------------------

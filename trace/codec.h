@@ -11,8 +11,10 @@
 // block, so each block decodes on its own; only the KernelConfig table lives for the whole file,
 // like the string table.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -30,6 +32,48 @@ struct ColumnSizes {
   uint64_t bytes[trace::kColumnCount] = {};
 };
 
+// One column being written: bytes appended in place, its memory kept from block to block.
+class ColumnBuffer {
+ public:
+  void clear() { n_ = 0; }
+  size_t size() const { return n_; }
+  const char* data() const { return b_.data(); }
+  char* room(size_t k) {
+    if (b_.size() - n_ < k) b_.resize(std::max(2 * b_.size(), n_ + k + 4096));
+    return b_.data() + n_;
+  }
+  void push_back(char c) {
+    *room(1) = c;
+    ++n_;
+  }
+  void append(const char* p, size_t k) {
+    std::memcpy(room(k), p, k);
+    n_ += k;
+  }
+  void put_varint(uint64_t v) {
+    char* p = room(10);
+    char* q = p;
+    for (; v >= 0x80; v >>= 7) *q++ = char(v | 0x80);
+    *q++ = char(v);
+    n_ += size_t(q - p);
+  }
+
+ private:
+  std::vector<char> b_;
+  size_t n_ = 0;
+};
+
+// A kernel's launch configuration: the KernelRec bytes from name_id to the end (44), the key of
+// the file's KernelConfig table.
+struct ConfigKey {
+  static constexpr size_t kBytes = sizeof(trace::KernelRec) - offsetof(trace::KernelRec, name_id);
+  char b[kBytes];
+  bool operator==(const ConfigKey& o) const { return std::memcmp(b, o.b, kBytes) == 0; }
+};
+struct ConfigKeyHash {
+  size_t operator()(const ConfigKey& k) const;
+};
+
 // Packs blocks of raw records. One per file: it owns the file's KernelConfig table.
 class BlockEncoder {
  public:
@@ -38,7 +82,8 @@ class BlockEncoder {
   size_t configs() const { return configs_.size(); }
 
  private:
-  std::unordered_map<std::string, uint32_t> configs_;  // 44 config bytes -> id (>= 1)
+  std::unordered_map<ConfigKey, uint32_t, ConfigKeyHash> configs_;  // config -> id (>= 1)
+  ColumnBuffer cols_[trace::kColumnCount];
 };
 
 // Readable bytes that BlockDecoder::decode needs after a payload: its fast path reads varints
