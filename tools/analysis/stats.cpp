@@ -103,8 +103,7 @@ void CopyStat::merge(const CopyStat& o) {
   timed_bytes += o.timed_bytes;
 }
 
-void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end,
-                    uint32_t ops) {
+void RangeStat::add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t ops) {
   ++count;
   cpu.add(cpu_end > cpu_begin ? sat_sub(cpu_end, cpu_begin) : 0);
   if (gpu_timed(gpu_start, gpu_end)) gpu.add(sat_sub(gpu_end, gpu_start));

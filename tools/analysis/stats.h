@@ -81,11 +81,11 @@ class LogHistogram {
     // ((e - kSubBits + 1) << kSubBits) + ((v >> shift) & 63), e = shift + kSubBits (unit test).
     return (shift << kSubBits) + int(v >> shift);
   }
-  static int64_t bucket_low(int b);   // smallest integer of bucket b
-  static int64_t bucket_value(int b); // its representative value
+  static int64_t bucket_low(int b);    // smallest integer of bucket b
+  static int64_t bucket_value(int b);  // its representative value
 
  private:
-  void start();  // moves the exact values into buckets
+  void start();                   // moves the exact values into buckets
   std::vector<uint32_t> counts_;  // kBuckets, once more than kInline values were added
   uint64_t n_ = 0;
   std::array<int64_t, kInline> small_{};
@@ -173,8 +173,8 @@ using SyncStat = CpuTimeStat;  // blocked CPU time of synchronisation calls
 struct RangeStat {
   uint64_t count = 0;  // closed ranges: the statistics below are theirs
   uint64_t open = 0;   // ranges not ended when the trace ended: counted apart, in no statistic
-  Dist cpu;  // cpu_end - cpu_begin, never negative
-  Dist gpu;  // GPU projections (gpu.n of the ranges have one)
+  Dist cpu;            // cpu_end - cpu_begin, never negative
+  Dist gpu;            // GPU projections (gpu.n of the ranges have one)
   uint64_t gpu_ops = 0;
 
   void add(int64_t cpu_begin, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t ops);

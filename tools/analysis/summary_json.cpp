@@ -88,15 +88,15 @@ Json windows_json(const FileSummary& f) {
                  {"end_ns", opt_int(w.end_ns >= 0, w.end_ns)},
                  {"kernels", w.kernels},
                  {"kernel_ns", w.kernel_ns},
-                 {"steps", {{"count", w.steps.n},
-                            {"cpu_mean_ns", w.steps.mean()},
-                            {"cpu_median_ns", w.steps.median()},
-                            {"cpu_min_ns", w.steps.min},
-                            {"cpu_max_ns", w.steps.max}}}});
+                 {"steps",
+                  {{"count", w.steps.n},
+                   {"cpu_mean_ns", w.steps.mean()},
+                   {"cpu_median_ns", w.steps.median()},
+                   {"cpu_min_ns", w.steps.min},
+                   {"cpu_max_ns", w.steps.max}}}});
   }
   return a;
 }
-
 
 // ---- the document's sections, in its order --------------------------------------------------
 
@@ -278,9 +278,8 @@ Json steps_json(const SummaryModel& m) {
   auto step_dist = [](const StepStats& s, bool gpu) {
     const Dist& d = gpu ? s.gpu : s.cpu;
     auto pct = [&](double p) { return gpu ? s.gpu_percentile(p) : s.cpu_percentile(p); };
-    return Json{{"count", d.n},       {"mean_ns", d.mean()}, {"median_ns", pct(0.5)},
-                {"p90_ns", pct(0.9)}, {"min_ns", d.min},     {"max_ns", d.max},
-                {"stddev_ns", d.stddev()}};
+    return Json{{"count", d.n},    {"mean_ns", d.mean()}, {"median_ns", pct(0.5)},  {"p90_ns", pct(0.9)},
+                {"min_ns", d.min}, {"max_ns", d.max},     {"stddev_ns", d.stddev()}};
   };
   const StepStats& steps = m.steps();
   return {{"source", m.step_source()},
@@ -326,36 +325,39 @@ Json rank_json(const FileSummary& f) {
   for (const NvmlStat& s : f.nvml) nv.push_back(nvml_json(s));
   GpuBreakdown fb;
   for (const DeviceActivity& a : f.activity) fb.merge(a.timeline);
-  return {{"rank", f.rank},
-          {"host", f.host},
-          {"pid", f.pid},
-          {"file", f.file},
-          {"complete", f.status.complete},
-          {"exit_status", opt_int(f.exit_status >= 0, f.exit_status)},
-          {"gpu_timing", f.gpu_timing},
-          {"gpu_sample", f.gpu_sample},
-          {"not_sampled", f.not_sampled},
-          {"dropped", f.dropped},
-          {"drops", tools::loss_json(f.losses)},
-          {"bad_blocks", f.status.bad_blocks},
-          {"kernels", f.kernels},
-          {"kernel_ns", f.kernel_ns},
-          {"comm_kernel_ns", f.comm_kernel_ns},
-          {"steps", {{"count", f.steps.cpu.n},
-                     {"cpu_mean_ns", f.steps.cpu.mean()},
-                     {"cpu_median_ns", f.steps.cpu_percentile(0.5)},
-                     {"gpu_mean_ns", f.steps.gpu.mean()},
-                     {"gpu_median_ns", f.steps.gpu_percentile(0.5)}}},
-          {"windows", windows_json(f)},
-          {"windows_beyond", f.windows_beyond},
-          {"gpu_busy_ns", fb.busy_ns()},
-          {"gpu_elapsed_ns", fb.elapsed_ns()},
-          {"breakdown", breakdown_json(fb)},
-          {"cpu", {{"samples", f.cpu_samples},
-                   {"cores", f.cpu_cores},
-                   {"host_util_mean", f.cpu_samples ? double(f.cpu_total_util_sum) / 100.0 / double(f.cpu_samples) : 0.0},
-                   {"process_util_mean", f.cpu_samples ? double(f.cpu_process_util_sum) / 100.0 / double(f.cpu_samples) : 0.0}}},
-          {"nvml", nv}};
+  return {
+      {"rank", f.rank},
+      {"host", f.host},
+      {"pid", f.pid},
+      {"file", f.file},
+      {"complete", f.status.complete},
+      {"exit_status", opt_int(f.exit_status >= 0, f.exit_status)},
+      {"gpu_timing", f.gpu_timing},
+      {"gpu_sample", f.gpu_sample},
+      {"not_sampled", f.not_sampled},
+      {"dropped", f.dropped},
+      {"drops", tools::loss_json(f.losses)},
+      {"bad_blocks", f.status.bad_blocks},
+      {"kernels", f.kernels},
+      {"kernel_ns", f.kernel_ns},
+      {"comm_kernel_ns", f.comm_kernel_ns},
+      {"steps",
+       {{"count", f.steps.cpu.n},
+        {"cpu_mean_ns", f.steps.cpu.mean()},
+        {"cpu_median_ns", f.steps.cpu_percentile(0.5)},
+        {"gpu_mean_ns", f.steps.gpu.mean()},
+        {"gpu_median_ns", f.steps.gpu_percentile(0.5)}}},
+      {"windows", windows_json(f)},
+      {"windows_beyond", f.windows_beyond},
+      {"gpu_busy_ns", fb.busy_ns()},
+      {"gpu_elapsed_ns", fb.elapsed_ns()},
+      {"breakdown", breakdown_json(fb)},
+      {"cpu",
+       {{"samples", f.cpu_samples},
+        {"cores", f.cpu_cores},
+        {"host_util_mean", f.cpu_samples ? double(f.cpu_total_util_sum) / 100.0 / double(f.cpu_samples) : 0.0},
+        {"process_util_mean", f.cpu_samples ? double(f.cpu_process_util_sum) / 100.0 / double(f.cpu_samples) : 0.0}}},
+      {"nvml", nv}};
 }
 
 Json ranks_json(const SummaryModel& m) {

@@ -130,9 +130,7 @@ int SummaryModel::slowest_file(std::string* criterion) const {
   if (files_.size() < 2) return -1;
   bool steps = std::all_of(files_.begin(), files_.end(), [](const FileSummary& f) { return f.steps.cpu.n > 0; });
   int best = 0;
-  auto key = [&](const FileSummary& f) {
-    return steps ? f.steps.cpu_percentile(0.5) : f.kernel_ns - f.comm_kernel_ns;
-  };
+  auto key = [&](const FileSummary& f) { return steps ? f.steps.cpu_percentile(0.5) : f.kernel_ns - f.comm_kernel_ns; };
   for (size_t i = 1; i < files_.size(); ++i) {
     if (key(files_[i]) > key(files_[size_t(best)])) best = int(i);
   }

@@ -8,83 +8,71 @@ namespace cutrace {
 namespace sqlite_export {
 
 const Table kStringIds = {"StringIds", "id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL"};
-const Table kKernel = {
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-    "shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, "
-    "registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-    "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, "
-    "blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
-    "dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER, localMemoryTotal INTEGER, "
-    "gridId INTEGER, sharedMemoryExecuted INTEGER, graphNodeId INTEGER, "
-    "sharedMemoryLimitConfig INTEGER"};
-const Table kGraphTrace = {
-    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER"};
-const Table kMemcpy = {
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, "
-    "deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
-    "srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, "
-    "graphNodeId INTEGER, virtualAddress INTEGER"};
-const Table kMemset = {
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL, "
-    "graphNodeId INTEGER, memKind INTEGER"};
-const Table kRuntime = {
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
-    "globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, "
-    "returnValue INTEGER NOT NULL, callchainId INTEGER"};
-const Table kSync = {
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER"};
-const Table kMemUsage = {
-    "CUDA_GPU_MEMORY_USAGE_EVENTS",
-    "start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
-    "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, "
-    "name TEXT, correlationId INTEGER, streamId INTEGER"};
-const Table kNvtx = {
-    "NVTX_EVENTS",
-    "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, "
-    "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, "
-    "textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, "
-    "uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT, "
-    "binaryData TEXT"};
-const Table kThreadNames = {"ThreadNames",
-                                "nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER"};
+const Table kKernel = {"CUPTI_ACTIVITY_KIND_KERNEL",
+                       "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                       "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+                       "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
+                       "shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, "
+                       "registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
+                       "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, "
+                       "blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
+                       "dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER, localMemoryTotal INTEGER, "
+                       "gridId INTEGER, sharedMemoryExecuted INTEGER, graphNodeId INTEGER, "
+                       "sharedMemoryLimitConfig INTEGER"};
+const Table kGraphTrace = {"CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+                           "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                           "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+                           "correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER"};
+const Table kMemcpy = {"CUPTI_ACTIVITY_KIND_MEMCPY",
+                       "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                       "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+                       "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, "
+                       "deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
+                       "srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, "
+                       "graphNodeId INTEGER, virtualAddress INTEGER"};
+const Table kMemset = {"CUPTI_ACTIVITY_KIND_MEMSET",
+                       "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                       "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+                       "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL, "
+                       "graphNodeId INTEGER, memKind INTEGER"};
+const Table kRuntime = {"CUPTI_ACTIVITY_KIND_RUNTIME",
+                        "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
+                        "globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, "
+                        "returnValue INTEGER NOT NULL, callchainId INTEGER"};
+const Table kSync = {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                     "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                     "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+                     "correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER"};
+const Table kMemUsage = {"CUDA_GPU_MEMORY_USAGE_EVENTS",
+                         "start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+                         "contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
+                         "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, "
+                         "name TEXT, correlationId INTEGER, streamId INTEGER"};
+const Table kNvtx = {"NVTX_EVENTS",
+                     "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, "
+                     "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, "
+                     "textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, "
+                     "uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT, "
+                     "binaryData TEXT"};
+const Table kThreadNames = {"ThreadNames", "nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER"};
 const Table kProcesses = {"PROCESSES", "globalPid INTEGER, pid INTEGER, name TEXT"};
-const Table kSessionStart = {"TARGET_INFO_SESSION_START_TIME",
-                                 "utcEpochNs INTEGER, utcTime TEXT, localTime TEXT"};
+const Table kSessionStart = {"TARGET_INFO_SESSION_START_TIME", "utcEpochNs INTEGER, utcTime TEXT, localTime TEXT"};
 // A subset of nsys's columns: one row per GPU.
-const Table kGpu = {
-    "TARGET_INFO_GPU",
-    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, totalMemory INTEGER, "
-    "smCount INTEGER, uuid TEXT, chipName TEXT, cuDevice INTEGER, computeMajor INTEGER, "
-    "computeMinor INTEGER"};
+const Table kGpu = {"TARGET_INFO_GPU",
+                    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, totalMemory INTEGER, "
+                    "smCount INTEGER, uuid TEXT, chipName TEXT, cuDevice INTEGER, computeMajor INTEGER, "
+                    "computeMinor INTEGER"};
 // cutrace: which GPU (deviceId) each process's CUDA device ordinal is.
 const Table kDevice = {"cutrace_device",
-                           "globalPid INTEGER NOT NULL, cudaDevice INTEGER NOT NULL, deviceId INTEGER NOT NULL"};
-const Table kStream = {
-    "TARGET_INFO_CUDA_STREAM",
-    "streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER NOT NULL, "
-    "processId INTEGER NOT NULL, contextId INTEGER NOT NULL, priority INTEGER NOT NULL, "
-    "flag INTEGER NOT NULL"};
+                       "globalPid INTEGER NOT NULL, cudaDevice INTEGER NOT NULL, deviceId INTEGER NOT NULL"};
+const Table kStream = {"TARGET_INFO_CUDA_STREAM",
+                       "streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER NOT NULL, "
+                       "processId INTEGER NOT NULL, contextId INTEGER NOT NULL, priority INTEGER NOT NULL, "
+                       "flag INTEGER NOT NULL"};
 const Table kMetaExport = {"META_DATA_EXPORT", "name TEXT NOT NULL, value TEXT"};
 const Table kRank = {"cutrace_rank",
-                         "globalPid INTEGER PRIMARY KEY, rank INTEGER, host TEXT, file TEXT, "
-                         "pid INTEGER, clockOffsetNs INTEGER"};
+                     "globalPid INTEGER PRIMARY KEY, rank INTEGER, host TEXT, file TEXT, "
+                     "pid INTEGER, clockOffsetNs INTEGER"};
 
 namespace {
 

@@ -14,8 +14,8 @@ struct Table {
 };
 
 // Column lists and order as nsys 2024.x writes them (columns cutrace never knows stay NULL).
-extern const Table kStringIds, kKernel, kGraphTrace, kMemcpy, kMemset, kRuntime, kSync, kMemUsage, kNvtx,
-    kThreadNames, kProcesses, kSessionStart, kGpu, kDevice, kStream, kMetaExport, kRank;
+extern const Table kStringIds, kKernel, kGraphTrace, kMemcpy, kMemset, kRuntime, kSync, kMemUsage, kNvtx, kThreadNames,
+    kProcesses, kSessionStart, kGpu, kDevice, kStream, kMetaExport, kRank;
 
 struct EnumRow {
   int id;
