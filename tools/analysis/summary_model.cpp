@@ -355,8 +355,8 @@ struct SummaryModel::FileStream {
   const Span& span;
   TraceReader& r;
 
-  // Inlining is left to the compiler here but forced in the handlers and the latency lambda: the
-  // fewest instructions per record (cachegrind, bench/summary_trace_gen).
+  // Inlining is left to the compiler here, forced in the GPU-operation handlers and the latency
+  // lambda: the fewest instructions per record (cachegrind, bench/summary_trace_gen).
   void record(const Record& rec) {
     switch (rec.type()) {
       case trace::RecType::Kernel: on_kernel(rec); break;
