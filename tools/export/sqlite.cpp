@@ -68,122 +68,10 @@
 #include "trace/reader.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
+#include "tools/export/sqlite_schema.h"
 
 namespace cutrace {
 namespace sqlite_export {
-namespace {
-
-// ---- nsys enum values ------------------------------------------------------------------------
-
-struct EnumRow {
-  int id;
-  const char* name;
-  const char* label;
-};
-
-// ENUM_CUDA_MEMCPY_OPER (= CUpti_ActivityMemcpyKind)
-constexpr EnumRow kMemcpyOper[] = {
-    {0, "CUDA_MEMCPY_KIND_UNKNOWN", "Unknown"},
-    {1, "CUDA_MEMCPY_KIND_HTOD", "Host-to-Device"},
-    {2, "CUDA_MEMCPY_KIND_DTOH", "Device-to-Host"},
-    {3, "CUDA_MEMCPY_KIND_HTOA", "Host-to-Array"},
-    {4, "CUDA_MEMCPY_KIND_ATOH", "Array-to-Host"},
-    {5, "CUDA_MEMCPY_KIND_ATOA", "Array-to-Array"},
-    {6, "CUDA_MEMCPY_KIND_ATOD", "Array-to-Device"},
-    {7, "CUDA_MEMCPY_KIND_DTOA", "Device-to-Array"},
-    {8, "CUDA_MEMCPY_KIND_DTOD", "Device-to-Device"},
-    {9, "CUDA_MEMCPY_KIND_HTOH", "Host-to-Host"},
-    {10, "CUDA_MEMCPY_KIND_PTOP", "Peer-to-Peer"},
-    {11, "CUDA_MEMCPY_KIND_UVM_HTOD", "Unified Host-to-Device"},
-    {12, "CUDA_MEMCPY_KIND_UVM_DTOH", "Unified Device-to-Host"},
-    {13, "CUDA_MEMCPY_KIND_UVM_DTOD", "Unified Device-to-Device"},
-};
-// ENUM_CUDA_MEM_KIND (nsys's own numbering, not CUPTI's)
-constexpr EnumRow kMemKind[] = {
-    {0, "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE", "Pageable"},
-    {1, "CUDA_MEMOPR_MEMORY_KIND_PINNED", "Pinned"},
-    {2, "CUDA_MEMOPR_MEMORY_KIND_DEVICE", "Device"},
-    {3, "CUDA_MEMOPR_MEMORY_KIND_ARRAY", "Array"},
-    {4, "CUDA_MEMOPR_MEMORY_KIND_MANAGED", "Managed"},
-    {5, "CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC", "Device Static"},
-    {6, "CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC", "Managed Static"},
-    {7, "CUDA_MEMOPR_MEMORY_KIND_UNKNOWN", "Unknown"},
-};
-// ENUM_CUPTI_SYNC_TYPE (= CUpti_ActivitySynchronizationType)
-constexpr EnumRow kSyncType[] = {
-    {0, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN", "Unknown"},
-    {1, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE", "Event sync"},
-    {2, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT", "Stream wait sync"},
-    {3, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "Stream sync"},
-    {4, "CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "Context sync"},
-};
-// ENUM_NSYS_EVENT_TYPE (the NVTX values)
-constexpr EnumRow kEventType[] = {
-    {34, "NvtxMark", "NvtxMark"},
-    {59, "NvtxPushPopRange", "NvtxPushPopRange"},
-    {60, "NvtxStartEndRange", "NvtxStartEndRange"},
-    {75, "NvtxDomainCreate", "NvtxDomainCreate"},
-};
-// ENUM_NSYS_EVENT_CLASS (the CUDA API values)
-constexpr EnumRow kEventClass[] = {
-    {0, "TRACE_PROCESS_EVENT_CUDA_RUNTIME", "CUDA Runtime API"},
-    {1, "TRACE_PROCESS_EVENT_CUDA_DRIVER", "CUDA Driver API"},
-};
-constexpr EnumRow kLaunchType[] = {
-    {0, "CUDA_KERNEL_LAUNCH_TYPE_UNKNOWN", "Unknown"},
-    {1, "CUDA_KERNEL_LAUNCH_TYPE_REGULAR", "Regular"},
-    {2, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE", "Coop Single Device"},
-    {3, "CUDA_KERNEL_LAUNCH_TYPE_COOPERATIVE_MULTI_DEVICE", "Coop Multi Device"},
-};
-constexpr EnumRow kDevMemOper[] = {
-    {0, "CUDA_DEV_MEM_EVENT_OPR_ALLOCATION", "Allocation"},
-    {1, "CUDA_DEV_MEM_EVENT_OPR_DEALLOCATION", "Deallocation"},
-};
-
-constexpr int kEventClassDriver = 1;
-// META_DATA_EXPORT's EXPORT_SCHEMA_VERSION: the nsys export schema whose tables and columns
-// these follow (nsys 2024.4).
-constexpr const char* kSchemaVersion = "3.15.1";
-constexpr int kNvtxMark = 34, kNvtxPushPop = 59, kNvtxStartEnd = 60, kNvtxDomainCreate = 75;
-constexpr int kLaunchRegular = 1, kLaunchCoop = 2;
-constexpr int kMemKindUnknown = 7;
-constexpr int kMemKindDevice = 2;
-
-// trace::CopyKind -> ENUM_CUDA_MEMCPY_OPER
-int copy_oper(uint8_t k) {
-  switch (trace::CopyKind(k)) {
-    case trace::CopyKind::HtoD: return 1;
-    case trace::CopyKind::DtoH: return 2;
-    case trace::CopyKind::DtoD: return 8;
-    case trace::CopyKind::HtoH: return 9;
-    case trace::CopyKind::PtoP: return 10;
-    default: return 0;
-  }
-}
-// trace::MemKind -> ENUM_CUDA_MEM_KIND
-int mem_kind(uint8_t k) {
-  switch (trace::MemKind(k)) {
-    case trace::MemKind::Pageable: return 0;
-    case trace::MemKind::Pinned: return 1;
-    case trace::MemKind::Device: return 2;
-    case trace::MemKind::Array: return 3;
-    case trace::MemKind::Managed: return 4;
-    default: return kMemKindUnknown;
-  }
-}
-// trace::SyncKind -> ENUM_CUPTI_SYNC_TYPE; 0: not a synchronization (the query calls)
-int sync_type(uint8_t k) {
-  switch (trace::SyncKind(k)) {
-    case trace::SyncKind::Event: return 1;
-    case trace::SyncKind::StreamWait: return 2;
-    case trace::SyncKind::Stream: return 3;
-    case trace::SyncKind::Context: return 4;
-    default: return 0;
-  }
-}
-
-}  // namespace
-
 namespace {
 
 // ---- a thin layer over the sqlite3 C API ----------------------------------------------------
@@ -237,97 +125,6 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
   uint64_t rows_ = 0;
 };
-
-// ---- schema -----------------------------------------------------------------------------------
-
-struct Table {
-  const char* name;
-  const char* columns;  // "name TYPE, ..." in nsys's order
-};
-
-// Column lists and order as nsys 2024.x writes them (columns cutrace never knows stay NULL).
-constexpr Table kStringIds = {"StringIds", "id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL"};
-constexpr Table kKernel = {
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-    "shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, "
-    "registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-    "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, "
-    "blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL, "
-    "dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER, localMemoryTotal INTEGER, "
-    "gridId INTEGER, sharedMemoryExecuted INTEGER, graphNodeId INTEGER, "
-    "sharedMemoryLimitConfig INTEGER"};
-constexpr Table kGraphTrace = {
-    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, graphId INTEGER, graphExecId INTEGER"};
-constexpr Table kMemcpy = {
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, "
-    "deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, "
-    "srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, "
-    "graphNodeId INTEGER, virtualAddress INTEGER"};
-constexpr Table kMemset = {
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL, bytes INTEGER NOT NULL, "
-    "graphNodeId INTEGER, memKind INTEGER"};
-constexpr Table kRuntime = {
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
-    "globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, "
-    "returnValue INTEGER NOT NULL, callchainId INTEGER"};
-constexpr Table kSync = {
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
-    "correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER"};
-constexpr Table kMemUsage = {
-    "CUDA_GPU_MEMORY_USAGE_EVENTS",
-    "start INTEGER NOT NULL, globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, address INTEGER NOT NULL, pc INTEGER NOT NULL, "
-    "bytes INTEGER NOT NULL, memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, "
-    "name TEXT, correlationId INTEGER, streamId INTEGER"};
-constexpr Table kNvtx = {
-    "NVTX_EVENTS",
-    "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, "
-    "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, "
-    "textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, "
-    "uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT, "
-    "binaryData TEXT"};
-constexpr Table kThreadNames = {"ThreadNames",
-                                "nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER"};
-constexpr Table kProcesses = {"PROCESSES", "globalPid INTEGER, pid INTEGER, name TEXT"};
-constexpr Table kSessionStart = {"TARGET_INFO_SESSION_START_TIME",
-                                 "utcEpochNs INTEGER, utcTime TEXT, localTime TEXT"};
-// A subset of nsys's columns: one row per GPU.
-constexpr Table kGpu = {
-    "TARGET_INFO_GPU",
-    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, totalMemory INTEGER, "
-    "smCount INTEGER, uuid TEXT, chipName TEXT, cuDevice INTEGER, computeMajor INTEGER, "
-    "computeMinor INTEGER"};
-// cutrace: which GPU (deviceId) each process's CUDA device ordinal is.
-constexpr Table kDevice = {"cutrace_device",
-                           "globalPid INTEGER NOT NULL, cudaDevice INTEGER NOT NULL, deviceId INTEGER NOT NULL"};
-constexpr Table kStream = {
-    "TARGET_INFO_CUDA_STREAM",
-    "streamId INTEGER NOT NULL, hwId INTEGER NOT NULL, vmId INTEGER NOT NULL, "
-    "processId INTEGER NOT NULL, contextId INTEGER NOT NULL, priority INTEGER NOT NULL, "
-    "flag INTEGER NOT NULL"};
-constexpr Table kMetaExport = {"META_DATA_EXPORT", "name TEXT NOT NULL, value TEXT"};
-constexpr Table kRank = {"cutrace_rank",
-                         "globalPid INTEGER PRIMARY KEY, rank INTEGER, host TEXT, file TEXT, "
-                         "pid INTEGER, clockOffsetNs INTEGER"};
-constexpr const char* kEnumTables[] = {"ENUM_CUDA_MEMCPY_OPER",        "ENUM_CUDA_MEM_KIND",
-                                       "ENUM_CUPTI_SYNC_TYPE",         "ENUM_NSYS_EVENT_TYPE",
-                                       "ENUM_NSYS_EVENT_CLASS",        "ENUM_CUDA_KERNEL_LAUNCH_TYPE",
-                                       "ENUM_CUDA_DEV_MEM_EVENT_OPER"};
 
 constexpr int64_t kPidBits = 24;
 constexpr int64_t kIdMask = (int64_t(1) << kPidBits) - 1;
@@ -413,8 +210,8 @@ class Exporter {
                              &kSessionStart, &kGpu,  &kStream,      &kMetaExport, &kRank, &kDevice};
     for (const Table* t : tables)
       if (!create(*t)) return false;
-    for (const char* e : kEnumTables)
-      if (!exec(std::string("CREATE TABLE ") + e +
+    for (size_t i = 0; i < kEnumTableCount; ++i)
+      if (!exec(std::string("CREATE TABLE ") + kEnumTables[i].name +
                 " (id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT)"))
         return false;
     return prepare(strings_, kStringIds) && prepare(kernel_, kKernel) && prepare(graph_, kGraphTrace) &&
@@ -426,20 +223,14 @@ class Exporter {
   }
 
   bool enums() {
-    auto fill = [&](const char* table, const EnumRow* rows, size_t n) {
+    for (size_t t = 0; t < kEnumTableCount; ++t) {
+      const EnumTable& e = kEnumTables[t];
       Stmt s;
-      if (!s.prepare(db_, std::string("INSERT INTO ") + table + " VALUES (?, ?, ?)", &err_)) return false;
-      for (size_t i = 0; i < n; ++i)
-        if (!s.run({rows[i].id, rows[i].name, rows[i].label})) return fail();
-      return true;
-    };
-#define CUTRACE_FILL(table, arr) fill(table, arr, sizeof(arr) / sizeof(arr[0]))
-    return CUTRACE_FILL("ENUM_CUDA_MEMCPY_OPER", kMemcpyOper) && CUTRACE_FILL("ENUM_CUDA_MEM_KIND", kMemKind) &&
-           CUTRACE_FILL("ENUM_CUPTI_SYNC_TYPE", kSyncType) && CUTRACE_FILL("ENUM_NSYS_EVENT_TYPE", kEventType) &&
-           CUTRACE_FILL("ENUM_NSYS_EVENT_CLASS", kEventClass) &&
-           CUTRACE_FILL("ENUM_CUDA_KERNEL_LAUNCH_TYPE", kLaunchType) &&
-           CUTRACE_FILL("ENUM_CUDA_DEV_MEM_EVENT_OPER", kDevMemOper);
-#undef CUTRACE_FILL
+      if (!s.prepare(db_, std::string("INSERT INTO ") + e.name + " VALUES (?, ?, ?)", &err_)) return false;
+      for (size_t i = 0; i < e.count; ++i)
+        if (!s.run({e.rows[i].id, e.rows[i].name, e.rows[i].label})) return fail();
+    }
+    return true;
   }
 
   bool fail() {
