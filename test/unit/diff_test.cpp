@@ -17,11 +17,11 @@ using summary_fixture::TraceBuilder;
 
 struct RunShape {
   int steps;
-  int64_t slow_ns;          // k_slow's GPU time
-  const char* gemm;         // the cuBLAS-like kernel's name in this build
-  bool gone, fresh;         // k_gone (A's) and k_new (B's) launched
-  int64_t load_ns;          // data_load's CPU time
-  int64_t step_ns;          // each step's CPU time
+  int64_t slow_ns;   // k_slow's GPU time
+  const char* gemm;  // the cuBLAS-like kernel's name in this build
+  bool gone, fresh;  // k_gone (A's) and k_new (B's) launched
+  int64_t load_ns;   // data_load's CPU time
+  int64_t step_ns;   // each step's CPU time
 };
 
 // Steps step_0.. of step_ns each, holding the kernels, a copy and data_load; then a sync.
@@ -156,6 +156,8 @@ TEST_CASE("diff of two runs reports the known changes per step") {
   CHECK(load->count_a == 4);
   CHECK(load->count_b == 8);
   CHECK(load->cpu_mean_b == 300'000);
+  CHECK(load->cpu_median_a == 100'000);
+  CHECK(load->cpu_median_b == 300'000);
   CHECK(load->cpu_change_ns == doctest::Approx(200'000));
 
   // Copies and syncs: the same per step.

@@ -247,6 +247,8 @@ std::vector<RangeDiff> compare_ranges(const std::vector<RangeSummary>& ra, const
     d.cpu_mean_b = x.b.cpu_mean_ns();
     d.gpu_mean_a = x.a.gpu_mean_ns();
     d.gpu_mean_b = x.b.gpu_mean_ns();
+    d.cpu_median_a = x.a.cpu.median();
+    d.cpu_median_b = x.b.cpu.median();
     d.cpu_change_ns = double(d.cpu_total_b) / fb.divisor - double(d.cpu_total_a) / fa.divisor;
     d.gpu_change_ns = double(d.gpu_total_b) / fb.divisor - double(d.gpu_total_a) / fa.divisor;
     out.push_back(std::move(d));
@@ -266,8 +268,8 @@ CountDiff count_diff(std::string name, uint64_t ca, int64_t na, uint64_t cb, int
 
 nlohmann::ordered_json quantiles_json(const StepQuantiles& q) {
   if (!q.n) return nullptr;
-  return {{"count", q.n}, {"mean_ns", q.mean}, {"median_ns", q.median}, {"p25_ns", q.p25}, {"p75_ns", q.p75},
-          {"p90_ns", q.p90},  {"min_ns", q.min},   {"max_ns", q.max}};
+  return {{"count", q.n},    {"mean_ns", q.mean}, {"median_ns", q.median}, {"p25_ns", q.p25},
+          {"p75_ns", q.p75}, {"p90_ns", q.p90},   {"min_ns", q.min},       {"max_ns", q.max}};
 }
 
 nlohmann::ordered_json step_json(const StepChange& c) {
@@ -281,17 +283,26 @@ nlohmann::ordered_json step_json(const StepChange& c) {
 }
 
 nlohmann::ordered_json breakdown_side_json(const GpuBreakdown& g) {
-  return {{"elapsed_ns", g.elapsed_ns()},         {"busy_ns", g.busy_ns()},
-          {"idle_ns", g.idle_ns()},               {"compute_ns", g.compute_ns()},
-          {"communication_ns", g.communication_ns()}, {"memory_ns", g.memory_ns()},
-          {"overlap_ns", g.overlap_ns()},         {"comm_total_ns", g.comm_total_ns()},
-          {"host_wait_ns", g.host_wait_ns},       {"kernel_wait_ns", g.kernel_wait_ns}};
+  return {{"elapsed_ns", g.elapsed_ns()},
+          {"busy_ns", g.busy_ns()},
+          {"idle_ns", g.idle_ns()},
+          {"compute_ns", g.compute_ns()},
+          {"communication_ns", g.communication_ns()},
+          {"memory_ns", g.memory_ns()},
+          {"overlap_ns", g.overlap_ns()},
+          {"comm_total_ns", g.comm_total_ns()},
+          {"host_wait_ns", g.host_wait_ns},
+          {"kernel_wait_ns", g.kernel_wait_ns}};
 }
 
 nlohmann::ordered_json kernel_side_json(const KernelSide& s) {
   if (s.names.empty()) return nullptr;
-  return {{"names", s.names},           {"count", s.count},       {"total_ns", s.total_ns},
-          {"mean_ns", s.mean_ns},       {"per_step_ns", s.per_step_ns}, {"count_per_step", s.count_per_step},
+  return {{"names", s.names},
+          {"count", s.count},
+          {"total_ns", s.total_ns},
+          {"mean_ns", s.mean_ns},
+          {"per_step_ns", s.per_step_ns},
+          {"count_per_step", s.count_per_step},
           {"share", s.share}};
 }
 
@@ -313,8 +324,8 @@ nlohmann::ordered_json side_json(const SideFacts& f, const DiffSide& s) {
 nlohmann::ordered_json counts_json(const std::vector<CountDiff>& v, bool bytes) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const CountDiff& c : v) {
-    nlohmann::ordered_json j = {{"name", c.name}, {"count_a", c.count_a}, {"count_b", c.count_b},
-                                {"ns_a", c.ns_a},  {"ns_b", c.ns_b}};
+    nlohmann::ordered_json j = {
+        {"name", c.name}, {"count_a", c.count_a}, {"count_b", c.count_b}, {"ns_a", c.ns_a}, {"ns_b", c.ns_b}};
     if (bytes) j["bytes_a"] = c.bytes_a, j["bytes_b"] = c.bytes_b;
     j["change_ns"] = c.change_ns;
     out.push_back(std::move(j));
@@ -379,7 +390,7 @@ DiffSide load_diff_side(const std::string& path, const SummaryOptions& opt, cons
       lo = std::min(lo, steps[pick->first].first);
       for (uint64_t i = pick->first; i < steps.size() && i <= pick->last; ++i) hi = std::max(hi, steps[i].second);
     });
-    std::string which = pick->last == UINT64_MAX   ? fmt::format("steps {}-", pick->first)
+    std::string which = pick->last == UINT64_MAX    ? fmt::format("steps {}-", pick->first)
                         : pick->last == pick->first ? fmt::format("step {}", pick->first)
                                                     : fmt::format("steps {}-{}", pick->first, pick->last);
     if (lo > hi) {
@@ -394,8 +405,7 @@ DiffSide load_diff_side(const std::string& path, const SummaryOptions& opt, cons
     o.from_ns = lo;
     o.to_ns = hi;
     o.relative = false;
-    side.note = fmt::format("{} (pattern {}): {} ns of the trace clock", which, o.step_pattern,
-                            sat_sub(hi, lo));
+    side.note = fmt::format("{} (pattern {}): {} ns of the trace clock", which, o.step_pattern, sat_sub(hi, lo));
   }
   side.model = std::make_unique<SummaryModel>(o);
   side.files = set.for_each([&](TraceReader& r) {
@@ -457,8 +467,7 @@ Diff compare(const SummaryModel& ma, const SummaryModel& mb) {
   for (const ApiStat& s : ma.apis()) apis[s.name].first = s.time;
   for (const ApiStat& s : mb.apis()) apis[s.name].second = s.time;
   for (const auto& [name, t] : apis)
-    d.apis.push_back(
-        count_diff(name, t.first.count, t.first.total_ns, t.second.count, t.second.total_ns, d.a, d.b));
+    d.apis.push_back(count_diff(name, t.first.count, t.first.total_ns, t.second.count, t.second.total_ns, d.a, d.b));
   sort_by_change(&d.apis, &CountDiff::change_ns);
   return d;
 }
@@ -483,14 +492,24 @@ nlohmann::ordered_json diff_json(const Diff& d, const DiffSide& a, const DiffSid
   j["kernels"] = {{"change_ns", d.kernel_change_ns}, {"rows", std::move(ks)}};
   nlohmann::ordered_json rs = nlohmann::ordered_json::array();
   for (const RangeDiff& r : d.ranges) {
-    rs.push_back({{"domain", r.domain},           {"name", r.name},
-                  {"names_a", r.names_a},         {"names_b", r.names_b},
-                  {"count_a", r.count_a},         {"count_b", r.count_b},
-                  {"cpu_total_ns_a", r.cpu_total_a}, {"cpu_total_ns_b", r.cpu_total_b},
-                  {"cpu_mean_ns_a", r.cpu_mean_a}, {"cpu_mean_ns_b", r.cpu_mean_b},
-                  {"gpu_total_ns_a", r.gpu_total_a}, {"gpu_total_ns_b", r.gpu_total_b},
-                  {"gpu_mean_ns_a", r.gpu_mean_a}, {"gpu_mean_ns_b", r.gpu_mean_b},
-                  {"cpu_change_ns", r.cpu_change_ns}, {"gpu_change_ns", r.gpu_change_ns}});
+    rs.push_back({{"domain", r.domain},
+                  {"name", r.name},
+                  {"names_a", r.names_a},
+                  {"names_b", r.names_b},
+                  {"count_a", r.count_a},
+                  {"count_b", r.count_b},
+                  {"cpu_total_ns_a", r.cpu_total_a},
+                  {"cpu_total_ns_b", r.cpu_total_b},
+                  {"cpu_mean_ns_a", r.cpu_mean_a},
+                  {"cpu_mean_ns_b", r.cpu_mean_b},
+                  {"cpu_median_ns_a", r.cpu_median_a},
+                  {"cpu_median_ns_b", r.cpu_median_b},
+                  {"gpu_total_ns_a", r.gpu_total_a},
+                  {"gpu_total_ns_b", r.gpu_total_b},
+                  {"gpu_mean_ns_a", r.gpu_mean_a},
+                  {"gpu_mean_ns_b", r.gpu_mean_b},
+                  {"cpu_change_ns", r.cpu_change_ns},
+                  {"gpu_change_ns", r.gpu_change_ns}});
   }
   j["ranges"] = std::move(rs);
   j["copies"] = counts_json(d.copies, true);

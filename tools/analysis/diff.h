@@ -62,7 +62,7 @@ struct StepChange {
   StepQuantiles a, b;
   int64_t median_change = 0;  // b.median - a.median
   int64_t p90_change = 0;
-  double ratio = 0;           // b.median / a.median; 0 when a.median is 0
+  double ratio = 0;  // b.median / a.median; 0 when a.median is 0
   bool beyond_spread = false;
 };
 
@@ -73,10 +73,10 @@ struct KernelSide {
   std::vector<std::string> names;  // the names of this side that the row stands for
   uint64_t count = 0;
   int64_t total_ns = 0;
-  int64_t mean_ns = 0;  // total / timed launches
-  double per_step_ns = 0;   // total / steps (or total without steps)
+  int64_t mean_ns = 0;     // total / timed launches
+  double per_step_ns = 0;  // total / steps (or total without steps)
   double count_per_step = 0;
-  double share = 0;     // of the side's kernel GPU time
+  double share = 0;  // of the side's kernel GPU time
 };
 
 struct KernelDiff {
@@ -93,7 +93,8 @@ struct RangeDiff {  // NVTX ranges of one (domain, name) or one digit pattern ("
   uint64_t count_a = 0, count_b = 0;
   int64_t cpu_total_a = 0, cpu_total_b = 0, gpu_total_a = 0, gpu_total_b = 0;
   int64_t cpu_mean_a = 0, cpu_mean_b = 0, gpu_mean_a = 0, gpu_mean_b = 0;
-  double cpu_change_ns = 0;  // per step, as KernelDiff::change_ns
+  int64_t cpu_median_a = 0, cpu_median_b = 0;  // per range
+  double cpu_change_ns = 0;                    // per step, as KernelDiff::change_ns
   double gpu_change_ns = 0;
 };
 
@@ -110,8 +111,8 @@ struct SideFacts {
   uint64_t records = 0;
   uint64_t steps = 0;
   std::string step_source;
-  double divisor = 1;  // steps when the diff is per step, else 1
-  GpuBreakdown gpu;    // all devices of all files
+  double divisor = 1;     // steps when the diff is per step, else 1
+  GpuBreakdown gpu;       // all devices of all files
   uint64_t mem_peak = 0;  // largest NVML memory-used sample of any device (0: no samples)
   tools::LossFacts losses;
   uint64_t api_errors = 0;

@@ -2,10 +2,10 @@
 //                   [--top N] [--json]`: what changed between two runs, most important first. The
 // comparison is tools/analysis/diff; this file renders it. docs/DIFF.md describes it.
 #include <cmath>
-#include <tuple>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 
@@ -59,8 +59,7 @@ void print_header(const Diff& d, const cutrace::DiffSide& a, const cutrace::Diff
   if (d.per_step)
     std::printf("Figures are per step (totals / each run's steps: A %s, B %s) unless marked total.\n",
                 human_count(d.a.steps).c_str(), human_count(d.b.steps).c_str());
-  else
-    std::printf("Figures are totals: %s has no steps (--step-pattern GLOB).\n", d.a.steps ? "B" : "A");
+  else std::printf("Figures are totals: %s has no steps (--step-pattern GLOB).\n", d.a.steps ? "B" : "A");
 }
 
 void print_steps(const Diff& d) {
@@ -153,7 +152,8 @@ void print_kernels(const Diff& d, size_t top) {
            ha ? per_step(k.a.count_per_step) : "-", hb ? per_step(k.b.count_per_step) : "-",
            ha ? ns(k.a.per_step_ns) : "-", hb ? ns(k.b.per_step_ns) : "-", signed_ns(k.change_ns),
            percent(k.change_ns, d.kernel_change_ns), ha ? human_ns(k.a.mean_ns) : "-", hb ? human_ns(k.b.mean_ns) : "-",
-           ratio(k.ratio), ha ? cutrace::tools::fraction(k.a.share) : "-", hb ? cutrace::tools::fraction(k.b.share) : "-"});
+           ratio(k.ratio), ha ? cutrace::tools::fraction(k.a.share) : "-",
+           hb ? cutrace::tools::fraction(k.b.share) : "-"});
   }
   if (d.kernels.size() > top) t.row({fmt::format("(other {} names)", d.kernels.size() - top)});
   t.print(stdout);
@@ -170,21 +170,21 @@ void print_ranges(const Diff& d, size_t top) {
   Table t({{"Name", Align::Left},
            {"A count", Align::Right},
            {"B count", Align::Right},
-           {"A CPU mean", Align::Right},
-           {"B CPU mean", Align::Right},
+           {"A CPU median", Align::Right},
+           {"B CPU median", Align::Right},
            {"CPU change", Align::Right},
            {"A GPU mean", Align::Right},
            {"B GPU mean", Align::Right},
            {"GPU change", Align::Right}});
   for (size_t i = 0; i < d.ranges.size() && i < top; ++i) {
     const cutrace::RangeDiff& r = d.ranges[i];
-    t.row({name_cell(r.domain, r.name), human_count(r.count_a), human_count(r.count_b), human_ns(r.cpu_mean_a),
-           human_ns(r.cpu_mean_b), signed_ns(r.cpu_change_ns), human_ns(r.gpu_mean_a), human_ns(r.gpu_mean_b),
+    t.row({name_cell(r.domain, r.name), human_count(r.count_a), human_count(r.count_b), human_ns(r.cpu_median_a),
+           human_ns(r.cpu_median_b), signed_ns(r.cpu_change_ns), human_ns(r.gpu_mean_a), human_ns(r.gpu_mean_b),
            signed_ns(r.gpu_change_ns)});
   }
   if (d.ranges.size() > top) t.row({fmt::format("(other {} names)", d.ranges.size() - top)});
   t.print(stdout);
-  std::printf("  (Change: time per step; means per range)\n");
+  std::printf("  (Change: time per step; medians and means per range)\n");
 }
 
 void print_counts(const std::string& title, const std::vector<cutrace::CountDiff>& v, bool bytes, size_t top) {
@@ -193,14 +193,14 @@ void print_counts(const std::string& title, const std::vector<cutrace::CountDiff
     std::printf("  none\n");
     return;
   }
-  std::vector<Table::Column> cols = {{"", Align::Left},     {"A count", Align::Right}, {"B count", Align::Right},
-                                     {"A time", Align::Right}, {"B time", Align::Right}, {"Change", Align::Right}};
+  std::vector<Table::Column> cols = {{"", Align::Left},        {"A count", Align::Right}, {"B count", Align::Right},
+                                     {"A time", Align::Right}, {"B time", Align::Right},  {"Change", Align::Right}};
   if (bytes) cols.insert(cols.begin() + 3, {{"A bytes", Align::Right}, {"B bytes", Align::Right}});
   Table t(std::move(cols));
   for (size_t i = 0; i < v.size() && i < top; ++i) {
     const cutrace::CountDiff& c = v[i];
     std::vector<std::string> row = {printable(c.name), human_count(c.count_a), human_count(c.count_b),
-                                    human_ns(c.ns_a), human_ns(c.ns_b), signed_ns(c.change_ns)};
+                                    human_ns(c.ns_a),  human_ns(c.ns_b),       signed_ns(c.change_ns)};
     if (bytes) row.insert(row.begin() + 3, {human_bytes(c.bytes_a), human_bytes(c.bytes_b)});
     t.row(std::move(row));
   }
@@ -244,7 +244,8 @@ int run(const Options& o) {
   for (const auto* s : {&a, &b}) {
     for (const std::string& e : s->errors) std::fprintf(stderr, "cutrace: %s\n", printable(e).c_str());
     if (!s->ok) {
-      if (!s->note.empty()) std::fprintf(stderr, "cutrace diff: %s: %s\n", printable(s->path).c_str(), printable(s->note).c_str());
+      if (!s->note.empty())
+        std::fprintf(stderr, "cutrace diff: %s: %s\n", printable(s->path).c_str(), printable(s->note).c_str());
       failed = true;
     }
   }
@@ -276,8 +277,8 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("b", o->b, "the second run (B)")->required();
   sub->add_flag("--json", o->json, "print the documented JSON document (docs/DIFF.md) instead of tables");
   sub->add_option("--top", o->top, "rows listed in each table (default 20)")->check(CLI::PositiveNumber);
-  auto* rank = sub->add_option("--rank", o->rank, "only the trace(s) of this rank, in both runs")
-                   ->check(CLI::NonNegativeNumber);
+  auto* rank =
+      sub->add_option("--rank", o->rank, "only the trace(s) of this rank, in both runs")->check(CLI::NonNegativeNumber);
   sub->add_option("--rank-a", o->rank_a, "only this rank of A")->check(CLI::NonNegativeNumber)->excludes(rank);
   sub->add_option("--rank-b", o->rank_b, "only this rank of B")->check(CLI::NonNegativeNumber)->excludes(rank);
   sub->add_option("--steps", o->steps,
