@@ -243,3 +243,28 @@ TEST_CASE("diff --steps limits each side to the picked steps") {
   CHECK_FALSE(none.ok);
   CHECK(none.note.find("no file has so many steps (8 at most)") != std::string::npos);
 }
+
+TEST_CASE("diff sides: --rank keeps one rank of a job; --steps over several hosts needs one") {
+  cutrace_test::TempDir dir("cutrace_diff_job");
+  for (int rank : {0, 1}) {
+    std::string bytes;
+    TraceBuilder b(&bytes, rank, 100 + rank);  // rank 0 on node-a, rank 1 on node-b
+    b.range("step_0", 1'000'000, -1, 0);
+    b.kernel(rank == 0 ? "k_rank0" : "k_rank1", 10'000);
+    b.close(0);
+    std::ofstream(dir.path + "/r" + std::to_string(rank) + ".cutrace", std::ios::binary) << bytes;
+  }
+  SummaryOptions one;
+  one.rank = 1;
+  DiffSide side = load_diff_side(dir.path, one, std::nullopt);
+  REQUIRE(side.ok);
+  std::vector<KernelStat> ks = side.model->kernels();
+  REQUIRE(ks.size() == 1);
+  CHECK(ks[0].name == "k_rank1");
+  DiffSide both = load_diff_side(dir.path, SummaryOptions{}, StepPick{0, 0});
+  CHECK_FALSE(both.ok);
+  CHECK(both.note.find("several hosts") != std::string::npos);
+  DiffSide picked = load_diff_side(dir.path, one, StepPick{0, 0});
+  REQUIRE(picked.ok);
+  CHECK(picked.model->steps().cpu.n == 1);
+}
