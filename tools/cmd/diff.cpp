@@ -1,5 +1,5 @@
 // `cutrace diff A B [--rank R | --rank-a R --rank-b R] [--steps FIRST-LAST] [--step-pattern GLOB]
-//                   [--top N] [--json]`: what changed between two runs, most important first. The
+//                   [--top N] [--json | --html FILE]`: what changed between two runs, most important first. The
 // comparison is tools/analysis/diff; this file renders it. docs/DIFF.md describes it.
 #include <cmath>
 #include <cstdio>
@@ -12,6 +12,8 @@
 #include "tools/analysis/diff.h"
 #include "tools/cmd/commands.h"
 #include "tools/common/format_util.h"
+#include "tools/export/common.h"
+#include "tools/report/data.h"
 
 namespace {
 
@@ -27,6 +29,7 @@ using cutrace::tools::Table;
 struct Options {
   std::string a, b;
   bool json = false;
+  std::string html;  // --html FILE
   size_t top = 20;
   int64_t rank = -1, rank_a = -1, rank_b = -1;
   std::string steps;
@@ -251,8 +254,19 @@ int run(const Options& o) {
   }
   if (failed) return 1;
   Diff d = cutrace::compare(*a.model, *b.model);
-  if (o.json) {
-    auto replace = nlohmann::json::error_handler_t::replace;
+  auto replace = nlohmann::json::error_handler_t::replace;
+  if (!o.html.empty()) {
+    std::string page, err;
+    cutrace::exporter::OutFile f;
+    bool ok = cutrace::report::diff_html(cutrace::diff_json(d, a, b).dump(-1, ' ', false, replace), &page, &err) &&
+              f.open(o.html, &err);
+    if (ok) f.buf() = std::move(page);
+    if (!ok || !f.close(&err)) {
+      std::fprintf(stderr, "cutrace diff: %s\n", printable(err).c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "cutrace diff: %s (%s)\n", printable(o.html).c_str(), human_bytes(f.written()).c_str());
+  } else if (o.json) {
     std::printf("%s\n", cutrace::diff_json(d, a, b).dump(2, ' ', false, replace).c_str());
   } else {
     print_header(d, a, b);
@@ -276,6 +290,8 @@ void add_diff_command(CLI::App& app) {
   sub->add_option("a", o->a, "the first run (A): trace directory, merged job file or .cutrace file")->required();
   sub->add_option("b", o->b, "the second run (B)")->required();
   sub->add_flag("--json", o->json, "print the documented JSON document (docs/DIFF.md) instead of tables");
+  sub->add_option("--html", o->html, "write a self-contained HTML page of the diff to this file")
+      ->excludes(sub->get_option("--json"));
   sub->add_option("--top", o->top, "rows listed in each table (default 20)")->check(CLI::PositiveNumber);
   auto* rank =
       sub->add_option("--rank", o->rank, "only the trace(s) of this rank, in both runs")->check(CLI::NonNegativeNumber);
