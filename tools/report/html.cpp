@@ -57,8 +57,7 @@ bool report_html(const std::string& job_path, std::string* out, std::string* err
   // The JSON documents escape '<' inside strings (tools/report/data.cpp), so no "</script>" can
   // end these elements early; the scripts were checked for "</script" when embedded.
   std::string data = "<script type=\"application/json\" id=\"cutrace-dashboard\">" + dashboard +
-                     "</script>\n<script type=\"application/json\" id=\"cutrace-timeline\">" + timeline +
-                     "</script>";
+                     "</script>\n<script type=\"application/json\" id=\"cutrace-timeline\">" + timeline + "</script>";
   return inline_page("index.html", data, out, err);
 }
 
