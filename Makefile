@@ -179,6 +179,7 @@ test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CR
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
 	BUILD=$(BUILD) bash test/browser/run.sh serve
+	BUILD=$(BUILD) bash test/browser/run.sh diff
 
 # ---- lint: C++ layout (.clang-format; clang-format 14, as Debian 12 ships it) and the web
 # scripts (web/eslint.config.mjs; eslint from web/package-lock.json). Fix with `make format`.

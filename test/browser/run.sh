@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Browser tests in headless chromium: web/test/<SUITE>_test.mjs, SUITE = report (`cutrace report`'s
-# page) or serve (`cutrace serve`'s pages). `make test` runs both after building; this script
-# builds nothing:
-#   BUILD=build bash test/browser/run.sh report|serve
+# page), serve (`cutrace serve`'s pages) or diff (`cutrace diff --html`'s page). `make test` runs
+# all three after building; this script builds nothing:
+#   BUILD=build bash test/browser/run.sh report|serve|diff
 # Skips LOUDLY when chromium or node is missing: exit 0 on a developer machine, 1 under CI=true
 # (.ci/run installs them).
 set -euo pipefail
-suite=${1:?usage: bash test/browser/run.sh report|serve}
+suite=${1:?usage: bash test/browser/run.sh report|serve|diff}
 case $suite in
   report) needs=(bin/cutrace lib/libcutrace.so test/report_trace_gen test/e2e/paced_launches test/e2e/nvtx_app test/e2e/launch_loop) ;;
   serve) needs=(bin/cutrace lib/libcutrace.so test/e2e/fault_app test/e2e/hostile_names) ;;
-  *) echo "run.sh: unknown suite '$suite' (report|serve)" >&2; exit 2 ;;
+  diff) needs=(bin/cutrace lib/libcutrace.so test/e2e/diff_app) ;;
+  *) echo "run.sh: unknown suite '$suite' (report|serve|diff)" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${BUILD:-build}" && pwd)

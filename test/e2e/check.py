@@ -26,7 +26,8 @@ AREAS = ["summary_checks",    # counts and times of `cutrace summary`
          "capture_checks",    # lossless capture, bursts, stress
          "nvtx_checks",       # NVTX against the specification's oracle
          "hardening_checks",  # hostile and damaged files
-         "job_checks"]        # multi-rank jobs
+         "job_checks",        # multi-rank jobs
+         "diff_checks"]       # `cutrace diff` of two runs
 
 if __name__ == "__main__":
     for area in AREAS:

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   add_merge_command(app);
   add_dump_command(app);
   add_summary_command(app);
+  add_diff_command(app);
   add_export_command(app);
   add_report_command(app);
   add_serve_command(app);

@@ -33,6 +33,8 @@ bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::str
 // The whole self-contained page of `cutrace report`: the web assets with both documents
 // (timeline: every event, no aggregation) embedded. False and *err when nothing can be read.
 bool report_html(const std::string& job_path, std::string* out, std::string* err);
+// `cutrace diff --html`: web/diff.html with the `cutrace diff --json` document embedded.
+bool diff_html(std::string diff_json, std::string* out, std::string* err);
 
 // The page's assets, embedded into the binary at build time from web/ (tools/dev/embed_web.py):
 // "index.html" (the page without data: it fetches dashboard.json and timeline.json relative to

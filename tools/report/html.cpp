@@ -21,19 +21,11 @@ bool replace(std::string& s, const std::string& what, const std::string& with) {
   return true;
 }
 
-}  // namespace
-
-bool report_html(const std::string& job_path, std::string* out, std::string* err) {
-  std::string dashboard, timeline;
-  if (!report_documents(job_path, &dashboard, &timeline, err)) return false;
-  std::string page(web_asset("index.html"));
-  // The JSON documents escape '<' inside strings (tools/report/data.cpp), so no "</script>" can
-  // end these elements early; the scripts were checked for "</script" when embedded.
-  std::string data = "<script type=\"application/json\" id=\"cutrace-dashboard\">" + dashboard +
-                     "</script>\n<script type=\"application/json\" id=\"cutrace-timeline\">" + timeline +
-                     "</script>";
-  bool ok = replace(page, "<link rel=\"stylesheet\" href=\"style.css\">",
-                    "<style>\n" + std::string(web_asset("style.css")) + "</style>");
+// web/<page> with its stylesheet and scripts inlined and `data` (script elements) in its place.
+bool inline_page(const std::string& page_name, const std::string& data, std::string* out, std::string* err) {
+  std::string page(web_asset(page_name));
+  bool ok = !page.empty() && replace(page, "<link rel=\"stylesheet\" href=\"style.css\">",
+                                     "<style>\n" + std::string(web_asset("style.css")) + "</style>");
   // Every <script src="NAME"></script> becomes the asset NAME inline.
   const std::string open = "<script src=\"", close = "\"></script>";
   for (size_t at = page.find(open); ok && at != std::string::npos; at = page.find(open, at)) {
@@ -50,11 +42,35 @@ bool report_html(const std::string& job_path, std::string* out, std::string* err
   }
   ok = ok && replace(page, "<!--cutrace-data-->", data);
   if (!ok) {
-    *err = "the embedded web/index.html lacks an asset or the data marker (build problem)";
+    *err = "the embedded web/" + page_name + " lacks an asset or the data marker (build problem)";
     return false;
   }
   *out = std::move(page);
   return true;
+}
+
+}  // namespace
+
+bool report_html(const std::string& job_path, std::string* out, std::string* err) {
+  std::string dashboard, timeline;
+  if (!report_documents(job_path, &dashboard, &timeline, err)) return false;
+  // The JSON documents escape '<' inside strings (tools/report/data.cpp), so no "</script>" can
+  // end these elements early; the scripts were checked for "</script" when embedded.
+  std::string data = "<script type=\"application/json\" id=\"cutrace-dashboard\">" + dashboard +
+                     "</script>\n<script type=\"application/json\" id=\"cutrace-timeline\">" + timeline + "</script>";
+  return inline_page("index.html", data, out, err);
+}
+
+bool diff_html(std::string diff_json, std::string* out, std::string* err) {
+  // '<' occurs only inside JSON strings: as \u003c no "</script>" in a name can end the element.
+  std::string escaped;
+  escaped.reserve(diff_json.size());
+  for (char c : diff_json) {
+    if (c == '<') escaped += "\\u003c";
+    else escaped += c;
+  }
+  return inline_page("diff.html", "<script type=\"application/json\" id=\"cutrace-diff\">" + escaped + "</script>", out,
+                     err);
 }
 
 }  // namespace cutrace::report
