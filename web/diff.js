@@ -1,5 +1,5 @@
-// `cutrace diff --html`: every figure comes from the `cutrace diff --json` document embedded as
-// #cutrace-diff (docs/DIFF.md); names reach the page as text only (CT.el).
+// The diff page: `cutrace diff --html` embeds the `cutrace diff --json` document as #cutrace-diff
+// (docs/DIFF.md), `cutrace serve` has it fetch diff.json; names reach the page as text only (CT.el).
 'use strict';
 (function (CT) {
   const el = CT.el;
@@ -85,12 +85,27 @@
     rows, {id: 'ranges'}));
   }
 
-  const d = JSON.parse(document.getElementById('cutrace-diff').textContent);
-  document.getElementById('job').textContent = `A: ${d.a.path}   B: ${d.b.path}`;
-  const root = document.getElementById('diff');
-  root.appendChild(el('div', {class: 'stats'}, stat('A steps', CT.fmtCount(d.a.steps), 'a_steps'),
-                      stat('B steps', CT.fmtCount(d.b.steps), 'b_steps'),
-                      stat('Kernel change' + (d.per_step ? ' per step' : ''), signedNs(d.kernels.change_ns), 'kernel_change')));
-  root.appendChild(el('div', {class: 'grid'}, steps(d), gpu(d), kernels(d), ranges(d)));
-  requestAnimationFrame(() => document.body.setAttribute('data-ready', 'true'));
+  // The document is embedded (`cutrace diff --html`) or, from `cutrace serve`'s "compare", fetched
+  // from diff.json beside the page; an error answer ({"error": why}) is the message shown.
+  async function load() {
+    const e = document.getElementById('cutrace-diff');
+    if (e) return JSON.parse(e.textContent);
+    const r = await fetch('diff.json');
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || r.statusText);
+    return body;
+  }
+
+  function draw(d) {
+    document.getElementById('job').textContent = `A: ${d.a.path}   B: ${d.b.path}`;
+    const root = document.getElementById('diff');
+    root.appendChild(el('div', {class: 'stats'}, stat('A steps', CT.fmtCount(d.a.steps), 'a_steps'),
+                        stat('B steps', CT.fmtCount(d.b.steps), 'b_steps'),
+                        stat('Kernel change' + (d.per_step ? ' per step' : ''), signedNs(d.kernels.change_ns), 'kernel_change')));
+    root.appendChild(el('div', {class: 'grid'}, steps(d), gpu(d), kernels(d), ranges(d)));
+  }
+
+  load().then(draw, (err) => {
+    document.getElementById('diff').appendChild(el('p', {class: 'error', 'data-error': 'true'}, 'Cannot compare: ' + err.message));
+  }).finally(() => requestAnimationFrame(() => document.body.setAttribute('data-ready', 'true')));
 })(window.CT);

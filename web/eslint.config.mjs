@@ -14,7 +14,7 @@ export default [
   {
     files: ["test/*.mjs", "*.mjs"],
     // page.evaluate() callbacks run in the page: its globals too.
-    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.node, ...globals.browser, CT: "readonly" } },
+    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: { ...globals.node, ...globals.browser, CT: "readonly", Chart: "readonly" } },
     rules: { "no-unused-vars": ["error", { args: "none" }] },
   },
 ];

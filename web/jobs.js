@@ -109,9 +109,26 @@ function row(job) {
   tr.appendChild(cell(job.loaded ? "yes" : "no", "loaded"));
   const actions = cell("", "actions");
   actions.appendChild(button("Open", () => openJob(job), "open"));
+  // "Compare with...": the first job chosen is A, the next one B (`cutrace diff A B`).
+  const cmp = button(compareWith ? (compareWith.id === job.id ? "Cancel" : "Compare with A") : "Compare with...",
+                     () => compare(job), "compare");
+  if (compareWith && compareWith.id === job.id) tr.classList.add("compare-a");
+  actions.appendChild(cmp);
   if (job.loaded) actions.appendChild(button("Unload", () => unloadJob(job), "unload"));
   tr.appendChild(actions);
   return tr;
+}
+
+// The job chosen as A of a comparison, until B is chosen (or it is cancelled).
+let compareWith = null;
+let lastJobs = [];
+
+function compare(job) {
+  if (!compareWith) compareWith = job;
+  else if (compareWith.id === job.id) compareWith = null;
+  else return location.assign("/compare/" + compareWith.id + "/" + job.id + "/");
+  showMessage(compareWith ? "Comparing " + compareWith.name + " (A) with the job chosen next (B)" : "", false);
+  document.querySelector("#jobs tbody").replaceChildren(...lastJobs.map(row));
 }
 
 async function refresh() {
@@ -127,6 +144,7 @@ async function refresh() {
   }
   $("root").textContent = data.root;
   const body = document.querySelector("#jobs tbody");
+  lastJobs = data.jobs;
   body.replaceChildren(...data.jobs.map(row));
   if (!$("message").classList.contains("error")) {
     showMessage(data.jobs.length + " of " + data.total + " jobs", false);

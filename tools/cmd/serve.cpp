@@ -251,6 +251,21 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     page.insert(at, "<script src=\"pieces.js\"></script>\n<script src=\"served.js\"></script>\n");
     res.set_content(page, "text/html; charset=utf-8");
   });
+  // Two jobs compared (`cutrace diff`): the diff page, which fetches diff.json beside it.
+  const std::string pair = "/compare/" + id + "/" + id;
+  svr.Get(pair + "/diff\\.json", [&cache](const httplib::Request& req, httplib::Response& res) {
+    send(res, cache.compare(req.matches[1], req.matches[2]));
+  });
+  svr.Get(pair + "/", [&cache](const httplib::Request& req, httplib::Response& res) {
+    if (!cache.exists(req.matches[1]) || !cache.exists(req.matches[2])) {
+      res.status = 404;
+      return res.set_content(cutrace::serve::error_page(404, "no such job", "Back to the job list: /"),
+                             "text/html; charset=utf-8");
+    }
+    send_asset(res, "diff.html");
+  });
+  svr.Get(pair + "/([a-z]+(?:\\.umd)?\\.(?:js|css))",
+          [](const httplib::Request& req, httplib::Response& res) { send_asset(res, req.matches[3]); });
   svr.Get("/job/" + id + "/([a-z]+(?:\\.umd)?\\.(?:js|css))",
           [](const httplib::Request& req, httplib::Response& res) { send_asset(res, req.matches[2]); });
 }

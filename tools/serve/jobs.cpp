@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/analysis/diff.h"
+
 namespace cutrace::serve {
 namespace {
 
@@ -137,6 +139,24 @@ Reply JobCache::timeline(const std::string& id, const report::TimelineQuery& q) 
     }
   }
   return Reply{200, out};
+}
+
+Reply JobCache::compare(const std::string& id_a, const std::string& id_b) {
+  jobs::Job a, b;
+  if (!scanner_->find(id_a, &a) || !scanner_->find(id_b, &b)) return error_reply(404, "no such job");
+  SummaryOptions opt;
+  DiffSide sa = load_diff_side(a.path, opt, std::nullopt), sb = load_diff_side(b.path, opt, std::nullopt);
+  for (const auto* s : {&sa, &sb}) {
+    if (!s->ok) {
+      std::string why = s->note.empty() ? "no trace of it reads" : s->note;
+      if (!s->errors.empty()) why += ": " + s->errors.front();
+      return error_reply(422, "cannot compare " + (s == &sa ? a.name : b.name) + ": " + why);
+    }
+  }
+  Diff d = cutrace::compare(*sa.model, *sb.model);
+  // The page names the jobs as the list does, not by their paths on the server.
+  sa.path = a.name, sb.path = b.name;
+  return Reply{200, diff_json(d, sa, sb).dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 size_t JobCache::loaded_count() {

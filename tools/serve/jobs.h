@@ -34,6 +34,8 @@ class JobCache {
   Reply unload(const std::string& id);                // frees; {"id", "loaded": false}
   Reply dashboard(const std::string& id);             // report::dashboard_json (loads)
   Reply timeline(const std::string& id, const report::TimelineQuery& q);  // one piece
+  // `cutrace diff` of two jobs (its --json document, docs/DIFF.md), A then B; not cached.
+  Reply compare(const std::string& id_a, const std::string& id_b);
   size_t loaded_count();
   bool exists(const std::string& id) {
     jobs::Job j;

@@ -198,6 +198,25 @@ test('large job: zooming in fetches a finer timeline piece', async () => {
 
 // Runs last: it adds a fifth job. Two `cutrace record` runs into one directory: the list marks the
 // job "mixed runs", with the server's note as the tooltip; a job of one run has no mark.
+test('compare with...: two jobs of the list diffed, the page showing what diff.json says', async () => {
+  await openList();
+  await row('alpha').locator('button.compare').click();
+  assert.equal(await row('alpha').locator('button.compare').textContent(), 'Cancel');
+  await Promise.all([page.waitForURL(/\/compare\/[0-9a-f]{16}\/[0-9a-f]{16}\/$/, {timeout: 60000}),
+                     row('beta').locator('button.compare').click()]);
+  await page.waitForSelector('body[data-ready="true"]', {timeout: 60000});
+  const d = await page.evaluate(async () => (await fetch('diff.json')).json());
+  assert.equal(d.a.path, 'alpha');
+  assert.equal(d.b.path, 'beta');
+  assert.equal(await page.locator('#job').textContent(), 'A: alpha   B: beta');
+  // fault_app exit 200 against exit 300: the same kernel, 100 launches more in B.
+  const k = d.kernels.rows.find((r) => r.match === 'exact');
+  assert.ok(k, JSON.stringify(d.kernels));
+  assert.equal(k.b.count - k.a.count, 100);
+  assert.equal(await page.locator('[data-error]').count(), 0);
+  assert.deepEqual(errors, []);
+});
+
 test('job list: a directory holding two runs is marked mixed runs', async () => {
   record('mixed', [prog('fault_app'), 'exit', '20']);
   record('mixed', [prog('fault_app'), 'exit', '30']);
