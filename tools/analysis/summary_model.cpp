@@ -219,6 +219,7 @@ int64_t Dist::stddev() const {
 void TimeStat::merge(const TimeStat& o) {
   count += o.count;
   untimed += o.untimed;
+  pending += o.pending;
   gpu.merge(o.gpu);
 }
 
@@ -688,6 +689,8 @@ bool SummaryModel::add(TraceReader& r) {
         if (t.sampled) s.add_config(k, gs, ge);
         if (!timed(gs, ge)) {
           t.not_sampled += (op.flags & trace::kOpNotSampled) != 0;
+          s.time.pending += (op.flags & trace::kOpPendingExit) != 0;
+          pending_ops_ += (op.flags & trace::kOpPendingExit) != 0;
           break;
         }
         int64_t d = sat_sub(ge, gs);
@@ -731,6 +734,8 @@ bool SummaryModel::add(TraceReader& r) {
         c->bytes += bytes;
         if (!timed(gs, ge)) {
           t.not_sampled += (op.flags & trace::kOpNotSampled) != 0;
+          c->time.pending += (op.flags & trace::kOpPendingExit) != 0;
+          pending_ops_ += (op.flags & trace::kOpPendingExit) != 0;
           break;
         }
         c->timed_bytes += bytes;
@@ -742,6 +747,10 @@ bool SummaryModel::add(TraceReader& r) {
         const auto& s = rec.as<trace::SyncRec>();
         uint32_t stack = t.op_stacks.take(s.corr);
         if (!span.in(s.cpu_begin)) break;
+        if (trace::sync_open(s)) {  // still blocked when the process ended: no duration
+          ++open_syncs_;
+          break;
+        }
         api_errors_ += is_error(s.result, s.kind);
         t.api(s.api).add(s.cpu_begin, s.cpu_end);
         syncs_[s.kind < kSyncKinds ? s.kind : 0].add(s.cpu_begin, s.cpu_end);
@@ -1119,6 +1128,7 @@ Json SummaryModel::to_json() const {
                             {"min_ns", k.time.min_ns()},
                             {"max_ns", k.time.max_ns()},
                             {"untimed", k.time.untimed},
+                            {"pending_at_exit", k.time.pending},
                             {"median_ns", k.time.gpu.median()},
                             {"p90_ns", k.time.gpu.percentile(0.9)},
                             {"stddev_ns", k.time.gpu.stddev()},
@@ -1353,6 +1363,7 @@ Json SummaryModel::to_json() const {
                           {"without_stack",
                            {{"count", sync_unattributed_.count}, {"total_ns", sync_unattributed_.total_ns}}},
                           {"symbol_problems", symbol_problems()}};
+  j["pending_at_exit"] = {{"ops", pending_ops_}, {"syncs", open_syncs_}};
   return j;
 }
 
