@@ -25,6 +25,7 @@
 #include "trace/safe_file.h"
 #include "collector/samplers.h"
 #include "collector/stacks.h"
+#include "trace/live_status.h"
 #include "trace/writer.h"
 #include "runtime/api_names.h"
 #include "runtime/config.h"
@@ -131,6 +132,7 @@ bool Collector::start() {
   }
   chunk_pool().prefault();
   RankInfo rank = detect_rank();
+  live_.pid = getpid(), live_.rank = rank.rank < 0 ? 0 : rank.rank, live_.host = host_name();
   std::string base = trace_path(cfg.out_dir, rank);
   path_ = base;
   for (int i = 1; !w_.open(path_, &err); ++i) {
@@ -166,6 +168,7 @@ bool Collector::start() {
   trace::ClockSyncRec cs = clock_sync_now();
   w_.add(cs, trace::RecType::ClockSync);
   started_ns_ = cs.monotonic_ns;
+  live_.started_ns = cs.realtime_ns, live_.trace = path_;
   if (!capture_deferred()) window_edge(trace::WindowEdge::Begin, cs.monotonic_ns, "process");
   control_path_ = cfg.out_dir + "/.cutrace-ctl." + std::to_string(getpid());
   clock_.init();
@@ -281,7 +284,17 @@ void Collector::periodic(int64_t now) {
     w_.add(cs, trace::RecType::ClockSync);
     w_.flush();
     last_flush_ = now;
+    publish_status(cs.realtime_ns);
   }
+}
+
+// DIR/.cutrace-status.<pid> (trace/live_status.h), once a second with the flush.
+void Collector::publish_status(int64_t realtime_ns) {
+  live_.updated_ns = realtime_ns;
+  live_.records = w_.records(), live_.bytes = w_.bytes_written(), live_.dropped = dropped_total_;
+  live_.ops_in_flight = ops_.pending();
+  live_.capturing = g_capture_on.load(std::memory_order_relaxed);
+  write_live_status(config().out_dir, live_);
 }
 
 void Collector::serve_requests() {
@@ -358,14 +371,40 @@ void Collector::quiesce(int64_t end_ns) {
     nanosleep(&ts, nullptr);
   }
   drain(/*all=*/true);
-  // Calls still in progress (a thread blocked in a synchronisation, or the one a signal stopped).
+  heavy_barrier();  // the sync wrappers' stores (sync_t0, ...) of threads still busy
+  // Calls still in progress: a thread blocked in a synchronisation (an open Sync record), or the
+  // one a signal stopped (a Loss).
   for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire)) {
     uint8_t k = s->busy.load(std::memory_order_acquire);
     if (!k || k >= kRawKinds) continue;
+    if (RawKind(k) == RawKind::Sync && open_sync(s, end_ns)) continue;
     uint64_t by[kRawKinds] = {};
     by[k] = 1;
     write_loss(s->tid, trace::LossReason::Exit, end_ns, end_ns, by);
   }
+}
+
+// The synchronisation `s` is blocked in, from what its wrapper published before calling the
+// driver; false when that is a finished call's (the thread is busy with another call). No driver
+// call: this may run after a fatal signal.
+bool Collector::open_sync(ThreadState* s, int64_t end_ns) {
+  uint64_t t0 = s->sync_t0.load(std::memory_order_relaxed);
+  if (!t0 || (s->seq && int64_t(t0 - s->last_t0) <= 0)) return false;
+  uint32_t what = s->sync_what.load(std::memory_order_relaxed);
+  uint64_t handle = s->sync_handle.load(std::memory_order_relaxed);
+  auto kind = trace::SyncKind(what & 0xff);
+  trace::SyncRec r{};
+  r.cpu_begin = std::min(clock_.to_ns(t0), end_ns), r.cpu_end = end_ns, r.tid = s->tid;
+  r.api = uint16_t(what >> 16), r.kind = uint8_t(uint8_t(kind) | trace::kSyncOpen);
+  r.corr = (uint64_t(s->index) << 40) | (s->seq + 1);
+  auto dev = ctx_device_.find(s->rd_ctx);
+  r.device = dev != ctx_device_.end() ? dev->second : 0;
+  if (kind == trace::SyncKind::Event) r.event = handle;
+  else if (kind == trace::SyncKind::Stream)
+    r.stream = ops_.stream_id(reinterpret_cast<CUstream>(handle), s->rd_ctx, s->tid, (what >> 8) & 1, r.device);
+  w_.add(r, trace::RecType::Sync);
+  ++syncs_open_;
+  return true;
 }
 
 void Collector::finish(uint32_t flags, int64_t wait_ns) {
@@ -390,7 +429,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
     wait_gpu(wait_ns / 10);
   }
-  ops_.abandon(nullptr);
+  ops_.abandon(nullptr, /*at_exit=*/true);
   ranges_.finish(end_ns);
   if (window_open_) window_edge(trace::WindowEdge::End, mono_ns(), flags & trace::kEndSignal ? "signal" : "exit");
   struct timespec cpu {};
@@ -408,6 +447,11 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("gpu_sample_windows", std::to_string(gpu_sample_windows_));
     log_info("GPU-timing sample: %llu windows", (unsigned long long)gpu_sample_windows_);
   }
+  if (uint64_t n = ops_.pending_at_exit()) {
+    w_.meta("pending_at_exit", std::to_string(n));
+    log_info("%llu GPU operations still pending at exit (flagged pending_exit)", (unsigned long long)n);
+  }
+  if (syncs_open_) w_.meta("syncs_open_at_exit", std::to_string(syncs_open_));
   if (uint64_t n = ops_.missing()) {
     w_.meta("gpu_times_missing", std::to_string(n));
     log_info("%llu GPU operations written without GPU times (see gpu_times_missing in FORMAT.md)",
@@ -430,6 +474,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
   }
   bool closed = w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(trace::kEndWriteError) : 0u)) && !w_.failed();
+  unlink(live_status_path(config().out_dir, live_.pid).c_str());  // the trace is complete: no live status
   // Capture waited for a window that never opened (a launcher such as torchrun's parent, which
   // touches CUDA but runs no step; a job that ended before --delay): nothing was recorded, and a
   // file would only be one more "rank" beside the real ones. `cutrace record` says when no file

@@ -22,6 +22,7 @@
 #include "runtime/raw.h"
 #include "runtime/thread_state.h"
 #include "runtime/ticks.h"
+#include "trace/live_status.h"
 #include "trace/writer.h"
 
 namespace cutrace {
@@ -86,6 +87,7 @@ class Collector {
   void report_losses(ThreadState* s);
   void write_loss(uint32_t tid, trace::LossReason why, int64_t begin, int64_t end, const uint64_t* by_raw_kind);
   void quiesce(int64_t end_ns);  // exit: capture off, calls in progress published or counted
+  bool open_sync(ThreadState* s, int64_t end_ns);
   void handle(const Drained& d);
   void add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t device, uint32_t sid);
   void handle_annotation(const Drained& d, int64_t ts);
@@ -94,6 +96,7 @@ class Collector {
   void control(int64_t now);  // timed windows and `cutrace start|stop PID`
   void refill_pools();
   void periodic(int64_t now);
+  void publish_status(int64_t realtime_ns);
   void follow_gpu_sample(int64_t now);
   void set_gpu_sample(bool on);
   void serve_requests();
@@ -119,6 +122,7 @@ class Collector {
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
   uint64_t records_read_ = 0;  // records the threads published (Context records not counted)
+  uint64_t syncs_open_ = 0;   // open Sync records written at exit
   uint64_t stacks_lost_ = 0;  // call stacks not recorded: a thread's stack ring was full
   int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
 
@@ -139,6 +143,7 @@ class Collector {
   bool gpu_sample_on_ = true;
   uint64_t gpu_sample_windows_ = 0;
   int64_t last_tail_flush_ = 0;
+  LiveStatus live_;  // what publish_status writes
 };
 
 }  // namespace cutrace

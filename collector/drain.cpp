@@ -95,6 +95,7 @@ size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
     ++batch_n_;
     if (d.r.kind <= RawKind::StreamWait) d.r.ctx = s->rd_ctx;
     d.r.corr = (uint64_t(s->index) << 40) | ++s->seq;
+    s->last_t0 = d.r.t0;
     d.owner = s;
     if ((d.r.flags & kRawStackSlot) && s->stacks) {
       if (const StackSlot* st = s->stacks->peek()) {

@@ -240,14 +240,19 @@ void OpResolver::release_events(PendingOp& op) {
   op.ev_start = op.ev_end = nullptr;
 }
 
-void OpResolver::abandon(CUcontext ctx) {
+void OpResolver::abandon(CUcontext ctx, bool at_exit) {
   for (Stream* s : streams_) {
     if (ctx && s->ctx != ctx) continue;
     for (PendingOp& op : s->q) {
       // A CUPTI op whose record is here keeps it (it may wait behind one whose record never
       // came); anything else is written without GPU time (its context's events may be gone).
-      if (op.cupti && resolve(op)) finalize(*s, op);
-      else write(*s, op, 0, 0, trace::kOpNoGpuTime);
+      if (op.cupti && resolve(op)) {
+        finalize(*s, op);
+      } else {
+        const bool pending = at_exit && (op.timed || op.cupti);
+        pending_exit_ += pending;
+        write(*s, op, 0, 0, uint16_t(trace::kOpNoGpuTime | (pending ? trace::kOpPendingExit : 0)));
+      }
       --pending_;
     }
     s->q.clear();

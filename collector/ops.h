@@ -68,8 +68,10 @@ class OpResolver {
   // operations are still pending.
   size_t poll(bool all = false, int64_t grace_ns = 200000000);
   // Writes what is left (shutdown after the wait, or a context going away): without GPU times,
-  // but for CUPTI operations whose records are here.
-  void abandon(CUcontext ctx_or_null);
+  // but for CUPTI operations whose records are here. `at_exit`: the process ends, and those that
+  // expected GPU times are flagged PendingExit (their work was not seen complete).
+  void abandon(CUcontext ctx_or_null, bool at_exit = false);
+  uint64_t pending_at_exit() const { return pending_exit_; }
   size_t pending() const { return pending_; }
   // Every stream's newest CUPTI operation has its final span (or was written): the CUPTI
   // records of all the work asked for have arrived (a stream runs its work in order).
@@ -126,6 +128,7 @@ class OpResolver {
   uint64_t next_seq_ = 1;
   size_t pending_ = 0;
   uint64_t missing_ = 0;
+  uint64_t pending_exit_ = 0;
   Recycler recycle_ = nullptr;
 };
 

@@ -39,6 +39,13 @@ struct ThreadState {
   // Nonzero (the RawKind) while the owner is between deciding to record a call and publishing it:
   // at exit the collector waits for such calls, and counts those that do not finish.
   std::atomic<uint8_t> busy{0};
+  // Owner, before a synchronisation calls the driver (relaxed stores, valid while busy == Sync):
+  // its entry tick, stream or event handle, and (api << 16 | per-thread << 8 | SyncKind). The
+  // collector reads them at exit for a thread still blocked in it (an open Sync record); a sync_t0
+  // not newer than the last record it read is a finished call's.
+  std::atomic<uint64_t> sync_t0{0};
+  std::atomic<uint64_t> sync_handle{0};
+  std::atomic<uint32_t> sync_what{0};
   StackRing* stacks = nullptr;  // call stacks, owner -> collector (CUTRACE_BACKTRACE != none)
   EventPool pools[kMaxPoolsPerThread];
   LossCounters lost;                       // records lost because the buffer budget was in use
@@ -56,6 +63,7 @@ struct ThreadState {
   uint32_t rpos = 0;
   CUcontext rd_ctx = nullptr;  // context of the calls being read (Context records)
   uint64_t seq = 0;            // records read: their correlation ids are (index << 40) | seq
+  uint64_t last_t0 = 0;        // entry tick of the newest record read (an older sync_t0 is stale)
   uint64_t lost_reported[kRawKinds] = {};
   uint64_t stacks_lost_reported = 0;
   uint32_t pending_refs = 0;

@@ -69,6 +69,15 @@ class Op {
 
   RawRecord& rec() { return rec_; }
 
+  // A synchronisation about to call the driver: what the collector needs to write it as open if
+  // the process ends while this thread is blocked in it (ThreadState::sync_t0).
+  void publish_sync(uint8_t kind, uint64_t handle) {
+    ts_->sync_handle.store(handle, std::memory_order_relaxed);
+    ts_->sync_what.store(uint32_t(rec_.api) << 16 | (rec_.flags & kRawPerThread ? 1u << 8 : 0u) | kind,
+                         std::memory_order_relaxed);
+    ts_->sync_t0.store(rec_.t0, std::memory_order_relaxed);
+  }
+
   // Before the real call of an operation that runs on the GPU.
   void gpu_begin() {
     if (g_timing == GpuTiming::None || !rec_.ctx) return;

@@ -8,16 +8,19 @@ using trace::SyncKind;
 
 // Blocking synchronisations record their call stack (CUTRACE_BACKTRACE sync or all); queries
 // return at once and do not.
+// Blocking ones publish their start before the call (an open Sync record if the process ends
+// while the thread waits in it).
 template <class PFN, class Call>
 CUresult sync(const Binding& b, SyncKind kind, CUstream s, CUevent e, Call&& call) {
   bool blocks = kind == SyncKind::Context || kind == SyncKind::Stream || kind == SyncKind::Event;
-  return traced_call<PFN>(
-      b, RawKind::Sync, s,
-      [&](RawRecord& r, CUresult) {
-        r.sub = uint8_t(kind);
-        r.ev.event = e;
-      },
-      call, blocks && g_backtrace != Backtrace::None);
+  PFN real = b.fn<PFN>();
+  Op op;
+  if (!op.begin(b, RawKind::Sync, s, 0, blocks && g_backtrace != Backtrace::None)) return call(real);
+  op.rec().sub = uint8_t(kind);
+  op.rec().ev.event = e;
+  if (blocks)
+    op.publish_sync(uint8_t(kind), kind == SyncKind::Event ? reinterpret_cast<uint64_t>(e) : reinterpret_cast<uint64_t>(s));
+  return op.end(call(real));
 }
 
 using PFN_ctx_sync = CUresult (*)();

@@ -160,6 +160,10 @@ enum OpFlags : uint16_t {
   // One kernel, copy or memset of a graph replay, after the launch's record (same corr, tid,
   // stream, CPU times: the launch call's): GPU work only, it stands for no call of its own.
   kOpGraphNode = 1 << 8,
+  // Launched, and its GPU work not seen complete when the process ended (SIGTERM, SIGINT, or exit
+  // with work still running): gpu_start/gpu_end are 0 (kOpNoGpuTime is set too). Tools show it
+  // as pending, never as a duration.
+  kOpPendingExit = 1 << 9,
 };
 // The record stands for a host call: every operation but a graph replay's nodes.
 inline bool is_call(uint16_t flags) { return !(flags & kOpGraphNode); }
@@ -274,6 +278,11 @@ enum class SyncKind : uint8_t {
   EventQuery = 6,
 };
 
+// SyncRec::kind holds the SyncKind in its low bits and this flag: the call had begun and not
+// returned when the process ended (a thread blocked in it): cpu_end is where capture ended,
+// result is 0 (no result came back).
+inline constexpr uint8_t kSyncOpen = 0x80;
+
 struct SyncRec {
   RecHeader h;
   int64_t cpu_begin;
@@ -289,6 +298,8 @@ struct SyncRec {
   uint64_t corr;
 };
 static_assert(sizeof(SyncRec) == 4 + 8 * 3 + 4 * 2 + 2 * 2 + 4 + 4 + 8);
+inline uint8_t sync_kind(const SyncRec& s) { return uint8_t(s.kind & ~kSyncOpen); }
+inline bool sync_open(const SyncRec& s) { return (s.kind & kSyncOpen) != 0; }
 
 enum class MemOp : uint8_t { Alloc = 1, Free = 2 };
 

@@ -508,7 +508,7 @@ const char* mem_kind_name(uint8_t kind) {
 const char* sync_kind_name(uint8_t kind) {
   static const char* const names[] = {"unknown",     "context",      "stream",     "event",
                                       "stream_wait", "stream_query", "event_query"};
-  return pick(names, std::size(names), kind, "unknown");
+  return pick(names, std::size(names), uint8_t(kind & ~trace::kSyncOpen), "unknown");
 }
 
 const char* kernel_kind_name(uint8_t kind) {

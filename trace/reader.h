@@ -237,7 +237,7 @@ const char* rec_type_name(uint16_t type);
 bool parse_rec_type(std::string_view name, uint16_t* type);  // case-insensitive
 const char* copy_kind_name(uint8_t kind);
 const char* mem_kind_name(uint8_t kind);
-const char* sync_kind_name(uint8_t kind);  // lowercase: context, stream, event, stream_wait, ...
+const char* sync_kind_name(uint8_t kind);  // lowercase: context, stream, event, stream_wait, ... (open bit ignored)
 const char* kernel_kind_name(uint8_t kind);
 
 // A file: itself; a directory: every regular `*.cutrace` in it, in natural order (rank2 before

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import time
 
-from harness import tail, test
+from harness import TIME_SCALE, env_of, tail, test
 
 
 STEPS, PERIOD_US = 60, 11700
@@ -259,3 +259,77 @@ def options_that_cannot_apply_are_errors(s, c):
             j["kernel_totals"]["count"])
     bad = s.run([s.cutrace, "summary", d, "--from", "5 parsecs"])
     c.equal("summary --from '5 parsecs': exit status", bad.returncode, 2)
+
+
+def record_on_pty(s, d, argv, opts=()):
+    """`cutrace record -o d [opts] -- argv` with stdout and stderr on a pseudo-terminal: (exit
+    status, bytes it wrote there, `cutrace status d --json` taken 1.5 s into the run)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen([s.cutrace, "record", "-o", d, *opts, "--", *argv], env=env_of(s), stdin=subprocess.DEVNULL,
+                         stdout=slave, stderr=slave)
+    os.close(slave)
+    out, status, started = b"", None, time.monotonic()
+    try:
+        while True:
+            if status is None and time.monotonic() - started > 1.5 * TIME_SCALE:
+                q = s.run([s.cutrace, "status", d, "--json"])
+                status = json.loads(q.stdout) if q.returncode == 0 else {"error": q.stderr}
+            r, _, _ = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the other side closed
+                    chunk = b""
+                if not chunk and p.poll() is not None:
+                    break
+                out += chunk
+            elif p.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    return p.returncode, out.decode(errors="replace"), status
+
+
+@test
+def live_status_line_on_a_terminal_never_in_a_file_and_cutrace_status(s, c):
+    """busy_gpu for ~3 s (3 rounds of 10 kernels of 100 ms) under `cutrace record` on a
+    pseudo-terminal: the status line ("\\rcutrace: recording: 1 process, ...") is rewritten about
+    once a second; `cutrace status DIR --json` during the run says running with this process's
+    records, GPU ops in flight and bytes, and after it says finished (the status file is gone).
+    With -q, or with stderr in a file, no status line. Fails without the live status files."""
+    argv = [s.prog("busy_gpu"), "3", "1", "10", "100000000"]
+    d = s.tmpdir("live-pty")
+    rc, out, st = record_on_pty(s, d, argv)
+    c.equal("exit status on a pty", rc, 0)
+    lines = re.findall(r"\rcutrace: recording: (\d+) process(?:es)?, ([\d,]+) records, ([\d,]+) GPU ops in flight, "
+                       r"([\d,]+) dropped, ([\d.]+ \w+)\x1b\[K", out)
+    c.expect(len(lines) >= 2, f"status lines on the pty: {lines} in {out[-600:]!r}")
+    c.expect(all(n == "1" and dr == "0" for n, _, _, dr, _ in lines), f"status lines {lines}")
+    c.expect("busy_gpu: OK" in out and "trace file written" in out, f"pty output {out[-400:]!r}")
+    c.require(st and st.get("state") == "running", f"cutrace status during the run: {st}")
+    procs = st["processes"]
+    c.require(len(procs) == 1, f"status processes {procs}")
+    pr = procs[0]
+    c.expect(pr["records"] > 10 and pr["bytes"] > 100, f"status records/bytes {pr}")
+    c.expect(1 <= pr["ops_in_flight"] <= 12, f"ops in flight {pr['ops_in_flight']} (10 launches of 100 ms queued)")
+    c.expect(0 <= pr["age_ns"] < 3e9 * TIME_SCALE and pr["dropped"] == 0, f"status {pr}")
+    c.expect(pr["trace"].endswith(".cutrace") and pr["rank"] == 0, f"status {pr}")
+    c.equal("status files left", [f for f in os.listdir(d) if f.startswith(".cutrace-status")], [])
+    fin = s.run([s.cutrace, "status", d, "--json"])
+    c.equal("status after the run", json.loads(fin.stdout)["state"], "finished")
+    text = s.run([s.cutrace, "status", d]).stdout
+    c.expect(text.startswith("finished: 1 trace file (1 complete)"), f"status text after the run: {text!r}")
+    c.notes.append(f"{len(lines)} status lines; during the run: {pr['records']} records, "
+                   f"{pr['ops_in_flight']} ops in flight, {pr['bytes']} bytes")
+
+    rc, out, _ = record_on_pty(s, s.tmpdir("live-quiet"), argv, opts=("-q",))
+    c.equal("exit status with -q", rc, 0)
+    c.expect("recording:" not in out, f"-q: a status line: {out[-300:]!r}")
+    p = s.run([s.cutrace, "record", "-o", s.tmpdir("live-file"), "--", *argv])
+    c.equal("exit status with stderr in a file", p.returncode, 0)
+    c.expect("recording:" not in p.stderr and "\r" not in p.stderr, f"stderr in a file: {p.stderr[-300:]!r}")

@@ -2,6 +2,7 @@
 processes (fork, vfork, exec, sh -c) each with its own file, launcher ranks, and the faults
 (test/e2e/fault_app.cpp): SIGKILL, every exit path, threads ending mid-run, a file size limit, a
 full disk, a trace name that exists already. docs/RELIABILITY.md names the promises these guard."""
+import json
 import os
 import re
 import signal
@@ -9,8 +10,8 @@ import socket
 import subprocess
 import time
 
-from harness import (ROUTES, trace_meta, TIME_SCALE, by_name, check_counts, dump_fields, fault_popen, fault_run, one_trace,
-                     preload_env, tail, test, traces)
+from harness import (ROUTES, TIME_SCALE, by_name, check_counts, dump_fields, fault_popen, fault_run, one_trace,
+                     preload_env, tail, test, trace_meta, traces)
 
 
 @test
@@ -392,3 +393,76 @@ def existing_file_is_never_overwritten(s, c):
         j = s.summary(c, os.path.join(d, names[1]))
         c.equal(f"{kind}: trace {names[1]} launches", sum(k["count"] for k in j["kernels"]), 10)
         c.equal(f"{kind}: trace complete", j["ranks"][0]["complete"], True)
+
+
+@test
+def sigterm_during_blocked_sync_keeps_pending_kernels_and_the_open_sync(s, c):
+    """busy_gpu launches 2 kernels of ~11 days (the fake driver's module duration), a copy and a
+    memset behind them, then blocks in cuCtxSynchronize; SIGTERM (then SIGINT) 1 s later. The trace
+    holds the 4 operations flagged pending_exit without GPU times, and one open Sync of kind context
+    that began after the launches and ends at capture_end_ns; summary counts them as pending at
+    exit, none in a time statistic; dump says pending; the Chrome export has them with
+    args pending=true. Fails when the blocked sync is only a Loss and the operations are plain
+    no_gpu_time ones (what an abnormal end gave without the pending-at-exit accounting)."""
+    for how in ("SIGTERM", "SIGINT"):
+        sig = getattr(signal, how)
+        d = s.tmpdir("pending-" + how)
+        p = fault_popen(s, [s.prog("busy_gpu"), "1", "1", "2", str(10**15)], d)
+        time.sleep(1.0 * TIME_SCALE)
+        c.require(p.poll() is None, f"{how}: busy_gpu ended before the signal: {p.returncode}")
+        p.send_signal(sig)
+        try:
+            _, err = p.communicate(timeout=30 * TIME_SCALE)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        c.equal(f"{how}: exit status", p.returncode, -sig)
+        c.require(len(traces(d)) == 1, f"{how}: trace files {traces(d)} ({tail(err)})")
+        path = os.path.join(d, traces(d)[0])
+        kernels = dump_fields(s, c, path, "Kernel")
+        c.equal(f"{how}: kernels", len(kernels), 2)
+        ops = kernels + dump_fields(s, c, path, "Memcpy") + dump_fields(s, c, path, "Memset")
+        for o in ops:
+            c.expect("pending_exit" in o["flags"].split("|") and "no_gpu_time" in o["flags"].split("|"),
+                     f"{how}: operation flags {o['flags']}, expected pending_exit|no_gpu_time")
+            c.equal(f"{how}: pending op's gpu_dur", o["gpu_dur"], "pending")
+        c.equal(f"{how}: pending operations", len(ops), 4)
+        syncs = dump_fields(s, c, path, "Sync")
+        open_syncs = [y for y in syncs if y.get("open") == "pending_at_exit"]
+        c.require(len(open_syncs) == 1, f"{how}: open syncs {open_syncs} of {syncs}")
+        y = open_syncs[0]
+        c.equal(f"{how}: open sync kind", y["kind"], "context")
+        meta = trace_meta(s, c, path)
+        end_ns = int(meta.get("capture_end_ns", "0"))
+        last_launch = max(k["cpu"][1] for k in kernels)
+        c.expect(last_launch <= y["cpu"][0] < end_ns, f"{how}: open sync began at {y['cpu'][0]}, launches returned "
+                 f"by {last_launch}, capture ended at {end_ns}")
+        c.equal(f"{how}: open sync's end", y["cpu"][1], end_ns)
+        c.expect(end_ns - y["cpu"][0] > 500000000 / TIME_SCALE, f"{how}: blocked {end_ns - y['cpu'][0]} ns, expected ~1 s")
+        c.equal(f"{how}: meta pending_at_exit", meta.get("pending_at_exit"), "4")
+        c.equal(f"{how}: meta syncs_open_at_exit", meta.get("syncs_open_at_exit"), "1")
+        losses = dump_fields(s, c, path, "Loss")
+        c.expect(not any(int(x.get("syncs", 0)) for x in losses), f"{how}: the blocked sync counted as lost: {losses}")
+
+        j = s.summary(c, path)
+        c.equal(f"{how}: summary pending_at_exit", j["pending_at_exit"], {"ops": 4, "syncs": 1})
+        k = by_name(j)["k_busy"]
+        c.equal(f"{how}: k_busy count/untimed/pending/total", (k["count"], k["untimed"], k["pending_at_exit"], k["total_ns"]),
+                (2, 2, 2, 0))
+        c.equal(f"{how}: context syncs in the sync table", j["syncs"]["context"]["count"], 0)
+        text = s.run([s.cutrace, "summary", path]).stdout
+        c.expect("Pending at exit: 4 GPU operations" in text and "1 synchronisations blocked" in text,
+                 f"{how}: summary text has no pending line: {tail(text, 600)}")
+
+        out = os.path.join(d, "trace.json")
+        e = s.run([s.cutrace, "export", path, "--format", "chrome", "-o", out])
+        c.require(e.returncode == 0, f"{how}: chrome export exited {e.returncode}: {tail(e.stderr)}")
+        with open(out) as f:
+            events = json.load(f)["traceEvents"]
+        pend = [ev for ev in events if ev.get("args", {}).get("pending") is True]
+        c.equal(f"{how}: chrome pending kernels", sorted(ev["name"] for ev in pend if ev.get("cat") == "kernel"),
+                ["k_busy", "k_busy"])
+        c.expect(any(ev["args"].get("driver api") == "cuCtxSynchronize" and ev.get("ph") == "X" for ev in pend),
+                 f"{how}: no pending cuCtxSynchronize event in the chrome export")
+        c.notes.append(f"{how}: blocked {(end_ns - y['cpu'][0]) / 1e9:.2f} s in cuCtxSynchronize, 4 ops pending")

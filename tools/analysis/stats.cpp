@@ -94,6 +94,7 @@ int64_t Dist::stddev() const {
 void TimeStat::merge(const TimeStat& o) {
   count += o.count;
   untimed += o.untimed;
+  pending += o.pending;
   gpu.merge(o.gpu);
 }
 

@@ -129,6 +129,7 @@ struct Dist {
 struct TimeStat {
   uint64_t count = 0;    // operations
   uint64_t untimed = 0;  // operations without a GPU time
+  uint64_t pending = 0;  // ... of them, flagged PendingExit (not complete when the process ended)
   Dist gpu;              // GPU times of the timed operations
 
   [[gnu::always_inline]] void add(int64_t gpu_start, int64_t gpu_end) {

@@ -131,6 +131,7 @@ Json kernels_json(const std::vector<KernelStat>& ks, const KernelTotals& all, bo
                  {"min_ns", k.time.min_ns()},
                  {"max_ns", k.time.max_ns()},
                  {"untimed", k.time.untimed},
+                 {"pending_at_exit", k.time.pending},
                  {"median_ns", k.time.gpu.median()},
                  {"p90_ns", k.time.gpu.percentile(0.9)},
                  {"stddev_ns", k.time.gpu.stddev()},
@@ -437,6 +438,7 @@ Json SummaryModel::to_json() const {
   j["skipped_files"] = skipped_;
   j["notes"] = notes();
   j["sync_call_sites"] = sync_call_sites_json(*this);  // added after the keys above (theirs stay)
+  j["pending_at_exit"] = {{"ops", pending_ops_}, {"syncs", open_syncs_}};
   return j;
 }
 

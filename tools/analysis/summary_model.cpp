@@ -417,6 +417,8 @@ struct SummaryModel::FileStream {
     if (t.sampled) s.add_config(k, gs, ge);
     if (!gpu_timed(gs, ge)) {
       t.not_sampled += (op.flags & trace::kOpNotSampled) != 0;
+      s.time.pending += (op.flags & trace::kOpPendingExit) != 0;
+      m.pending_ops_ += (op.flags & trace::kOpPendingExit) != 0;
       return;
     }
     int64_t d = sat_sub(ge, gs);
@@ -454,6 +456,8 @@ struct SummaryModel::FileStream {
     c.bytes += bytes;
     if (!gpu_timed(gs, ge)) {
       t.not_sampled += (op.flags & trace::kOpNotSampled) != 0;
+      c.time.pending += (op.flags & trace::kOpPendingExit) != 0;
+      m.pending_ops_ += (op.flags & trace::kOpPendingExit) != 0;
       return;
     }
     c.timed_bytes += bytes;
@@ -464,6 +468,10 @@ struct SummaryModel::FileStream {
     const auto& s = rec.as<trace::SyncRec>();
     uint32_t stack = t.op_stacks.take(s.corr);
     if (!span.in(s.cpu_begin)) return;
+    if (trace::sync_open(s)) {  // still blocked when the process ended: no duration
+      ++m.open_syncs_;
+      return;
+    }
     host_call(s.api, s.result, s.cpu_begin, s.cpu_end, s.kind);
     m.syncs_[s.kind < kSyncKinds ? s.kind : 0].add(s.cpu_begin, s.cpu_end);
     if (blocking_sync(s.kind)) t.blocked(stack, s.api, s.cpu_begin, s.cpu_end);

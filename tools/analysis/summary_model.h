@@ -233,6 +233,10 @@ class SummaryModel {
   uint64_t api_errors() const { return api_errors_; }
   uint64_t records() const { return records_; }
   uint64_t captured_ops() const { return captured_; }  // issued into a CUDA graph capture
+  // GPU operations flagged PendingExit and open synchronisations (threads blocked in one when the
+  // process ended): counted here, in no time statistic.
+  uint64_t pending_ops() const { return pending_ops_; }
+  uint64_t open_syncs() const { return open_syncs_; }
   // Graph launches whose replays' operations the trace holds, and the kernels of those replays.
   uint64_t graph_replays() const { return graph_launches_expanded_; }
   uint64_t graph_kernels() const { return graph_kernels_; }
@@ -295,6 +299,7 @@ class SummaryModel {
   uint64_t api_errors_ = 0;
   uint64_t records_ = 0;
   uint64_t captured_ = 0;
+  uint64_t pending_ops_ = 0, open_syncs_ = 0;
   uint64_t graph_launches_expanded_ = 0, graph_kernels_ = 0;
   uint64_t skipped_ = 0;
 };

@@ -14,3 +14,4 @@ void add_diff_command(CLI::App& app);     // tools/cmd/diff.cpp
 void add_export_command(CLI::App& app);   // tools/cmd/export.cpp: chrome, perfetto, sqlite
 void add_report_command(CLI::App& app);   // tools/cmd/report.cpp: self-contained HTML report
 void add_serve_command(CLI::App& app);    // tools/cmd/serve.cpp
+void add_status_command(CLI::App& app);   // tools/cmd/status.cpp

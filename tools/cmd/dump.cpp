@@ -64,7 +64,7 @@ std::string op_flags(uint16_t flags) {
       {tf::kOpCaptured, "captured"},            {tf::kOpError, "error"},
       {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"},
       {tf::kOpNotSampled, "not_sampled"},       {tf::kOpGraphNodes, "graph_nodes"},
-      {tf::kOpGraphNode, "graph_node"}};
+      {tf::kOpGraphNode, "graph_node"},         {tf::kOpPendingExit, "pending_exit"}};
   return flag_names(flags, names, std::size(names));
 }
 
@@ -186,8 +186,10 @@ std::string RecordPrinter::op(const tf::OpCommon& o) const {
   return format_copies(
       "corr={} tid={} stream={} device={} api={} {} gpu=[{}..{}] gpu_dur={} flags={} result={}",
       o.corr, o.tid, o.stream, o.device, api(o.api), cpu(o.cpu_begin, o.cpu_end), o.gpu_start,
-      o.gpu_end, o.gpu_start && o.gpu_end ? span(o.gpu_start, o.gpu_end) : 0, op_flags(o.flags),
-      o.result);
+      o.gpu_end,
+      (o.flags & tf::kOpPendingExit) ? std::string("pending")
+                                     : std::to_string(o.gpu_start && o.gpu_end ? span(o.gpu_start, o.gpu_end) : 0),
+      op_flags(o.flags), o.result);
 }
 
 std::string RecordPrinter::metadata(const Record& rec) const {
@@ -250,9 +252,10 @@ std::string RecordPrinter::operation(const Record& rec) const {
     case tf::RecType::Sync: {
       const auto& y = rec.as<tf::SyncRec>();
       return format_copies("kind={} corr={} tid={} stream={} device={} api={} {} event={:#x} "
-                         "result={}",
+                         "result={}{}",
                          cutrace::sync_kind_name(y.kind), y.corr, y.tid, y.stream, y.device,
-                         api(y.api), cpu(y.cpu_begin, y.cpu_end), y.event, y.result);
+                         api(y.api), cpu(y.cpu_begin, y.cpu_end), y.event, y.result,
+                         tf::sync_open(y) ? " open=pending_at_exit" : "");
     }
     case tf::RecType::Memory: {
       const auto& m = rec.as<tf::MemoryRec>();

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add_export_command(app);
   add_report_command(app);
   add_serve_command(app);
+  add_status_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "runtime/gpu_sample.h"
 #include "trace/reader.h"
 #include "tools/cmd/commands.h"
+#include "tools/cmd/status.h"
 #include "tools/common/format_util.h"
 #include "tools/analysis/losses.h"
 
@@ -32,6 +33,7 @@ struct RecordOptions {
   std::string backtrace = "sync";
   int sample_hz = 10;
   bool verbose = false;
+  bool quiet = false;  // no live status line
   std::string capture_range = "process";
   bool capture_range_given = false;  // --capture-range on the command line
   std::string capture_steps;
@@ -128,6 +130,28 @@ void print_losses(const std::string& dir, const std::set<std::string>& before) {
     fprintf(stderr, "cutrace: %s: %s\n", cutrace::tools::printable(who).c_str(),
             cutrace::tools::loss_sentence(cutrace::tools::loss_facts(r, dropped)).c_str());
   }
+}
+
+// Waits for the child, rewriting one status line on the terminal (stderr) once a second from the
+// processes' live status files (trace/live_status.h); the line is cleared at the end.
+void wait_with_status_line(const std::string& dir, int* status) {
+  bool shown = false;
+  for (int tick = 0;; ++tick) {
+    pid_t r = waitpid(g_child, status, WNOHANG);
+    if (r == g_child || (r < 0 && errno != EINTR)) break;
+    if (tick % 10 == 9) {
+      std::vector<cutrace::LiveStatus> running = cutrace::tools::live_job(dir).running;
+      if (!running.empty() || shown) {
+        std::string line = "cutrace: recording: " + cutrace::tools::live_line(running);
+        fprintf(stderr, "\r%s\033[K", line.c_str());
+        fflush(stderr);
+        shown = true;
+      }
+    }
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, nullptr);
+  }
+  if (shown) fprintf(stderr, "\r\033[K");
 }
 
 // 16 hex digits from std::random_device (getrandom): unique per run for all practical purposes.
@@ -233,7 +257,11 @@ int run_record(const RecordOptions& o) {
   }
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, forward_signal);
   int status = 0;
-  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  if (!o.quiet && isatty(STDERR_FILENO)) {
+    wait_with_status_line(out, &status);
+  } else {
+    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   size_t written = count_new_traces(out, before_names);
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
@@ -278,6 +306,9 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");
+  sub->add_flag("-q,--quiet", opts->quiet,
+                "No live status line (shown once a second while stderr is a terminal: processes, records, "
+                "GPU ops in flight, drops, output size)");
   sub->add_option("--buffer-mb", opts->buffer_mb,
                   "Most memory (MB) each process's records may take while they wait to be written "
                   "(default 256); past it records are dropped, counted and marked in the trace")

@@ -108,7 +108,7 @@ std::vector<std::string> kernel_row(const std::string& name, const cutrace::Time
           human_ns(t.min_ns()),
           human_ns(t.max_ns()),
           exact_stats ? human_ns(d.stddev()) : "",
-          t.untimed ? human_count(t.untimed) : ""};
+          t.untimed ? human_count(t.untimed) + (t.pending ? " (" + human_count(t.pending) + " pending)" : "") : ""};
 }
 
 void print_kernels(const SummaryModel& m, size_t top) {
@@ -669,6 +669,11 @@ void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerRepor
               human_count(m.api_errors()).c_str(), human_count(m.dropped_records()).c_str());
   if (m.captured_ops()) {
     std::printf("   ops captured into graphs %s", human_count(m.captured_ops()).c_str());
+  }
+  if (m.pending_ops() || m.open_syncs()) {
+    std::printf("\nPending at exit: %s GPU operations launched and not complete, %s synchronisations blocked "
+                "(in no time statistic; `cutrace dump` lists them)",
+                human_count(m.pending_ops()).c_str(), human_count(m.open_syncs()).c_str());
   }
   if (m.graph_replays()) {
     std::printf("\nCUDA graph replays %s, shown as their %s kernels", human_count(m.graph_replays()).c_str(),

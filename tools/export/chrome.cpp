@@ -244,6 +244,28 @@ class ChromeFile {
     return false;
   }
 
+  // A GPU operation flagged PendingExit (launched, not complete when the process ended): an
+  // instant on its stream at its launch's return, args pending, instead of a GPU slice.
+  void pending_gpu(const trace::OpCommon& op, const char* cat, const std::string& quoted_name) {
+    if (!(op.flags & trace::kOpPendingExit)) return;
+    streams_.insert({op.device, op.stream});
+    begin_event();
+    o_ += "\"ph\":\"i\",\"s\":\"t\",\"cat\":\"";
+    o_ += cat;
+    o_ += "\",\"name\":";
+    o_ += quoted_name;
+    o_ += ",\"pid\":";
+    put_u64(o_, op.device);
+    o_ += ",\"tid\":";
+    put_u64(o_, op.stream);
+    o_ += ",\"ts\":";
+    put_us(o_, rel(trace::is_call(op.flags) ? call_e_ : op.cpu_end));
+    o_ += ",\"args\":{\"pending\":true,\"correlation\":";
+    put_u64(o_, op.corr);
+    o_ += "}";
+    end_event();
+  }
+
   // After a GPU event: its flow, and its share of the innermost range's GPU span on its stream.
   void op_done(const trace::OpCommon& op, const Range* in) {
     o_ += "}";
@@ -286,7 +308,7 @@ class ChromeFile {
   void kernel(const trace::KernelRec& k) {
     trace::OpCommon op = k.op;
     const Range* in = plan_.innermost(op.tid, op.cpu_begin);
-    if (!op_sides(op, in)) return;
+    if (!op_sides(op, in)) return pending_gpu(op, "kernel", name(k.name_id));
     x_head("kernel", name(k.name_id), op.device, op.stream, op.gpu_start, op.gpu_end);
     gpu_args_head(op, in);
     o_ += ",\"queued\":0";
@@ -357,9 +379,10 @@ class ChromeFile {
   void memcpy(const trace::MemcpyRec& m) {
     trace::OpCommon op = m.op;
     const Range* in = plan_.innermost(op.tid, op.cpu_begin);
-    if (!op_sides(op, in)) return;
+    const bool gpu = op_sides(op, in);
     scratch_.clear();
     append_json_string(scratch_, exporter::memcpy_name(m));
+    if (!gpu) return pending_gpu(op, "gpu_memcpy", scratch_);
     x_head("gpu_memcpy", scratch_, op.device, op.stream, op.gpu_start, op.gpu_end);
     copy_args(op, in, m.bytes);
   }
@@ -367,14 +390,15 @@ class ChromeFile {
   void memset(const trace::MemsetRec& m) {
     trace::OpCommon op = m.op;
     const Range* in = plan_.innermost(op.tid, op.cpu_begin);
-    if (!op_sides(op, in)) return;
     static const std::string kName = "\"Memset (Device)\"";
+    if (!op_sides(op, in)) return pending_gpu(op, "gpu_memset", kName);
     x_head("gpu_memset", kName, op.device, op.stream, op.gpu_start, op.gpu_end);
     copy_args(op, in, m.bytes);
   }
 
   void sync(const trace::SyncRec& s) {
     host_call(s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result, true, plan_.innermost(s.tid, s.cpu_begin));
+    if (trace::sync_open(s)) o_ += ",\"pending\":true";  // blocked in it when the process ended
     backtrace_arg(s.corr);
     o_ += "}";
     end_event();

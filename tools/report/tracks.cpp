@@ -160,7 +160,10 @@ class Loader {
                                       +k.block[2], +k.regs, +k.static_smem, +k.dyn_smem);  // +: copies of packed fields
         if (k.kind != 0) geo = std::string(kernel_kind_name(k.kind)) + "  " + geo;
         if (!trace::is_call(+k.op.flags)) geo = "in graph #" + std::to_string(+k.graph_id) + "  " + geo;
-        op(k.op, name, EventKind::Kernel, 0, str(geo), name);
+        const uint32_t launched = (k.op.flags & trace::kOpPendingExit)
+                                      ? str(std::string(r_->str(k.name_id)) + "  pending at exit: not complete when the process ended")
+                                      : name;
+        op(k.op, name, EventKind::Kernel, 0, str(geo), launched);
         break;
       }
       case T::Memcpy: {
@@ -180,7 +183,9 @@ class Loader {
       case T::Sync: {
         const auto& s = rec.as<trace::SyncRec>();
         cpu_event(s.tid, at(s.cpu_begin), at(s.cpu_end), str(r_->api_name(s.api)), EventKind::Sync, s.corr,
-                  0, str(std::string("synchronisation: ") + sync_kind_name(s.kind)));
+                  0,
+                  str(std::string("synchronisation: ") + sync_kind_name(s.kind) +
+                      (trace::sync_open(s) ? "  pending: still blocked when the process ended" : "")));
         break;
       }
       case T::Memory: {
