@@ -186,8 +186,8 @@ test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CR
 LINT_CXX = $(shell find shim runtime collector trace nvtx_bridge tools test bench \
              \( -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.c' \) -print | sort)
 lint: $(CHART_JS)
-	clang-format --dry-run --Werror $(LINT_CXX)
-	cd web && npx eslint .
+	@clang-format --dry-run --Werror $(LINT_CXX) && echo "lint: $(words $(LINT_CXX)) C++ files as .clang-format lays them out"
+	@cd web && npx eslint . && echo "lint: web/ scripts pass eslint"
 format:
 	clang-format -i $(LINT_CXX)
 

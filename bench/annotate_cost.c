@@ -39,7 +39,7 @@ int main(void) {
 
   void (*push)(const char*) = (void (*)(const char*))dlsym(RTLD_DEFAULT, "cutrace_range_push");
   void (*pop)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "cutrace_range_pop");
-  uint64_t (*start)(const char*) = (uint64_t (*)(const char*))dlsym(RTLD_DEFAULT, "cutrace_range_start");
+  uint64_t (*start)(const char*) = (uint64_t(*)(const char*))dlsym(RTLD_DEFAULT, "cutrace_range_start");
   void (*end)(uint64_t) = (void (*)(uint64_t))dlsym(RTLD_DEFAULT, "cutrace_range_end");
   void (*mark)(const char*) = (void (*)(const char*))dlsym(RTLD_DEFAULT, "cutrace_mark");
   if (!push || !pop || !start || !end || !mark) return printf("C API: shim not loaded\n"), 0;

@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
   w.meta("host", "jitter");
   w.meta("pid", "1");
   w.meta("gpu_timing", exact ? "exact" : "end");
-  const char* apis[] = {"cuLaunchKernel", "cuEventRecord", "cuStreamWaitEvent", "cuStreamSynchronize",
-                        "cuMemAlloc", "cuMemFree"};
+  const char* apis[] = {"cuLaunchKernel",      "cuEventRecord", "cuStreamWaitEvent",
+                        "cuStreamSynchronize", "cuMemAlloc",    "cuMemFree"};
   for (uint16_t i = 0; i < 6; ++i) w.api_name(i + 1, apis[i]);
 
   std::mt19937_64 rng(1234);
@@ -89,8 +89,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Pending> pending;
   auto flush = [&](int64_t upto) {
-    std::stable_sort(pending.begin(), pending.end(),
-                     [](const Pending& a, const Pending& b) { return a.end < b.end; });
+    std::stable_sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.end < b.end; });
     size_t n = 0;
     while (n < pending.size() && pending[n].end <= upto) w.add(pending[n++].k, trace::RecType::Kernel);
     pending.erase(pending.begin(), pending.begin() + long(n));
@@ -167,8 +166,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", w.error().c_str());
     return 1;
   }
-  std::printf("%s: %llu kernels, %llu records, %llu bytes, %.2f B/kernel\n", path.c_str(),
-              (unsigned long long)kernels, (unsigned long long)w.records(),
-              (unsigned long long)w.bytes_written(), double(w.bytes_written()) / double(kernels));
+  std::printf("%s: %llu kernels, %llu records, %llu bytes, %.2f B/kernel\n", path.c_str(), (unsigned long long)kernels,
+              (unsigned long long)w.records(), (unsigned long long)w.bytes_written(),
+              double(w.bytes_written()) / double(kernels));
   return 0;
 }

@@ -119,10 +119,9 @@ int main(int argc, char** argv) {
   });
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ReadStatus& st = r.status();
-  printf("%s: %.1f MB on disk, %.1f MB raw, %lu blocks, %s\n", path.c_str(), r.file_size() / 1e6,
-         bytes / 1e6, (unsigned long)st.blocks, st.complete ? "complete" : "truncated");
-  printf("read %lu records (%lu kernels) in %.3f s: %.1f M records/s, %.2f GB/s raw\n",
-         (unsigned long)st.records, (unsigned long)kernels, s, st.records / s / 1e6,
-         bytes / s / 1e9);
+  printf("%s: %.1f MB on disk, %.1f MB raw, %lu blocks, %s\n", path.c_str(), r.file_size() / 1e6, bytes / 1e6,
+         (unsigned long)st.blocks, st.complete ? "complete" : "truncated");
+  printf("read %lu records (%lu kernels) in %.3f s: %.1f M records/s, %.2f GB/s raw\n", (unsigned long)st.records,
+         (unsigned long)kernels, s, st.records / s / 1e6, bytes / s / 1e9);
   return 0;
 }

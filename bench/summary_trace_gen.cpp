@@ -43,9 +43,9 @@ int main(int argc, char** argv) {
   w.meta("rank", "0");
   w.meta("world_size", "1");
   w.meta("gpu_timing", "cupti");
-  const char* apis[] = {"cuLaunchKernel",  "cuLaunchKernelEx",  "cuMemcpyHtoDAsync", "cuMemsetD8Async",
-                        "cuEventRecord",   "cuStreamWaitEvent", "cuStreamSynchronize", "cuEventQuery",
-                        "cuMemAlloc",      "cuMemFree"};
+  const char* apis[] = {"cuLaunchKernel", "cuLaunchKernelEx",  "cuMemcpyHtoDAsync",   "cuMemsetD8Async",
+                        "cuEventRecord",  "cuStreamWaitEvent", "cuStreamSynchronize", "cuEventQuery",
+                        "cuMemAlloc",     "cuMemFree"};
   for (uint16_t i = 0; i < 10; ++i) w.api_name(i + 1, apis[i]);
   trace::DeviceRec dev{};
   dev.name_id = w.intern("NVIDIA H200");
@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> names;
   const char* types[] = {"float", "c10::BFloat16", "c10::Half", "float"};
   for (int k = 0; k < 120; ++k) {
-    names.push_back(w.intern("void at::native::vectorized_elementwise_kernel<4, at::native::op_" +
-                             std::to_string(k) + "<" + types[k % 4] + ">, std::array<char*, 3ul> >(int)"));
+    names.push_back(w.intern("void at::native::vectorized_elementwise_kernel<4, at::native::op_" + std::to_string(k) +
+                             "<" + types[k % 4] + ">, std::array<char*, 3ul> >(int)"));
   }
   uint32_t nccl = w.intern("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   std::vector<uint32_t> layers;
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
 
   std::mt19937 rng(42);
   auto jitter = [&](int64_t base, int64_t spread) { return base + int64_t(rng() % uint32_t(spread)); };
-  int64_t cpu = 1000000000;                   // host clock
+  int64_t cpu = 1000000000;                    // host clock
   int64_t gpu_free[4] = {cpu, cpu, cpu, cpu};  // per stream: when its last op ends
   uint64_t corr = 0, records = 0, step = 0;
   int64_t next_sample = cpu;

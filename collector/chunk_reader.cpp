@@ -63,8 +63,8 @@ const uint8_t* next_record(ThreadState* s, uint64_t horizon) {
 
 bool fully_read(ThreadState* s) {
   const Chunk* c = reading(s);
-  return !c || (c->next.load(std::memory_order_acquire) == 0 &&
-                s->rpos >= c->committed.load(std::memory_order_acquire));
+  return !c ||
+         (c->next.load(std::memory_order_acquire) == 0 && s->rpos >= c->committed.load(std::memory_order_acquire));
 }
 
 }  // namespace cutrace

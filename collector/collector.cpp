@@ -1,42 +1,41 @@
 #include "collector/collector.h"
-#include "collector/collector_impl.h"
 #include <linux/membarrier.h>
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <algorithm>
-#include <cstring>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
+#include "collector/collector_impl.h"
 #include "collector/cupti_source.h"
-#include "runtime/gpu_sample.h"
 #include "collector/gpu_clock.h"
 #include "collector/names.h"
+#include "collector/nvtx_meta.h"
 #include "collector/ops.h"
 #include "collector/process_info.h"
-#include "collector/nvtx_meta.h"
 #include "collector/ranges.h"
-#include "trace/safe_file.h"
 #include "collector/samplers.h"
 #include "collector/stacks.h"
-#include "trace/live_status.h"
-#include "trace/writer.h"
 #include "runtime/api_names.h"
 #include "runtime/config.h"
 #include "runtime/driver.h"
+#include "runtime/gpu_sample.h"
 #include "runtime/raw_pack.h"
 #include "runtime/record_buffer.h"
 #include "runtime/thread_state.h"
 #include "runtime/ticks.h"
+#include "trace/live_status.h"
+#include "trace/safe_file.h"
+#include "trace/writer.h"
 
 namespace cutrace {
-
 
 namespace {
 enum State : int { kIdle, kStarting, kRunning, kDisabled, kStopped };
@@ -63,7 +62,6 @@ std::atomic<bool> g_signal_flushed{false};
 // When capture ended for good (exit, fatal signal): read just before capture goes off, so that a
 // call that returned before it was seen with capture on (recorded or counted).
 std::atomic<int64_t> g_capture_end_ns{0};
-
 
 Collector* g_col = nullptr;
 
@@ -230,7 +228,6 @@ void Collector::run() {
   }
   finish(stop_flags_, kExitWaitNs);
 }
-
 
 void Collector::cycle(int64_t now) {
   follow_gpu_sample(now);
@@ -552,9 +549,6 @@ void Collector::control(int64_t now) {
   if (c.rfind("start", 0) == 0) set(true, "signal");
   else if (c.rfind("stop", 0) == 0) set(false, "signal");
 }
-
-
-
 
 // ---- public entry points ----------------------------------------------------------------
 bool collector_ensure_started() {

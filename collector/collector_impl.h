@@ -29,10 +29,10 @@ namespace cutrace {
 
 extern GpuTiming g_timing;
 
-inline constexpr int64_t kCycleNs = 1000000;        // drain and poll every 1 ms
-inline constexpr int64_t kFlushNs = 1000000000;     // write a block at least once a second
-inline constexpr int64_t kClockNs = 100000000;      // tick-rate and GPU anchors every 100 ms
-inline constexpr int64_t kExitWaitNs = 10000000000; // at exit, wait up to 10 s for GPU work to finish
+inline constexpr int64_t kCycleNs = 1000000;         // drain and poll every 1 ms
+inline constexpr int64_t kFlushNs = 1000000000;      // write a block at least once a second
+inline constexpr int64_t kClockNs = 100000000;       // tick-rate and GPU anchors every 100 ms
+inline constexpr int64_t kExitWaitNs = 10000000000;  // at exit, wait up to 10 s for GPU work to finish
 // A drain round takes at most kDrainChunk records from each thread (so the batch holds at most
 // threads x 256 records, not whole backlogs); one drain() takes at most kDrainRounds rounds, then
 // the cycle finalises operations and does its periodic work, so neither waits on the other long.
@@ -49,7 +49,7 @@ inline constexpr int64_t kQuiesceNs = 100000000;
 struct Drained {
   RawRecord r;
   ThreadState* owner = nullptr;
-  std::string name;  // annotation names copied by the owner (kRawNameSlot)
+  std::string name;    // annotation names copied by the owner (kRawNameSlot)
   uint32_t stack = 0;  // interned call stack (kRawStackSlot), 0 = none
 };
 
@@ -82,7 +82,7 @@ class Collector {
   void run();
   void cycle(int64_t now);
   void drain(bool all = false);  // all: until every published record is read (exit)
-  size_t drain_round();  // one bounded round of drain(); returns the records taken
+  size_t drain_round();          // one bounded round of drain(); returns the records taken
   size_t read_records(ThreadState* s, size_t limit, uint64_t horizon);
   void report_losses(ThreadState* s);
   void write_loss(uint32_t tid, trace::LossReason why, int64_t begin, int64_t end, const uint64_t* by_raw_kind);
@@ -116,14 +116,14 @@ class Collector {
   GpuSampler gpus_;
   std::string path_;
   pthread_t thread_{};
-  std::vector<Drained> batch_;   // the first batch_n_ are this round's; entries are reused
+  std::vector<Drained> batch_;  // the first batch_n_ are this round's; entries are reused
   size_t batch_n_ = 0;
   std::vector<uint32_t> order_;  // batch_ indices in call order
   std::unordered_map<CUcontext, uint16_t> ctx_device_;
   uint64_t dropped_total_ = 0;
   uint64_t records_read_ = 0;  // records the threads published (Context records not counted)
-  uint64_t syncs_open_ = 0;   // open Sync records written at exit
-  uint64_t stacks_lost_ = 0;  // call stacks not recorded: a thread's stack ring was full
+  uint64_t syncs_open_ = 0;    // open Sync records written at exit
+  uint64_t stacks_lost_ = 0;   // call stacks not recorded: a thread's stack ring was full
   int64_t last_flush_ = 0, last_clock_ = 0, last_sample_ = 0, sample_period_ = 0;
 
   std::mutex mu_;

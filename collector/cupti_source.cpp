@@ -8,13 +8,12 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-#include "trace/format.h"
 #include "runtime/config.h"
 #include "runtime/driver.h"
 #include "runtime/ticks.h"
+#include "trace/format.h"
 
 namespace cutrace {
-
 
 namespace {
 
@@ -62,7 +61,7 @@ uint64_t g_n_incomplete = 0;          // records without timestamps (ignored; in
 // Set during the forced flush before CUPTI detaches after the last window: what it still holds is
 // work launched after the window (the window's own has its records), not wanted, not counted.
 bool g_flush_unwanted = false;
-uint64_t g_n_orphans = 0;             // spans no operation took, forgotten (diagnostics)
+uint64_t g_n_orphans = 0;  // spans no operation took, forgotten (diagnostics)
 
 constexpr size_t kBufferBytes = 2 << 20;  // CUPTI asks for more when one fills
 
@@ -175,8 +174,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
           if (add_span(m->correlationId, m->start, m->end) && m->graphId != 0) add_graph_memset(*m);
           break;
         }
-        default:
-          break;
+        default: break;
       }
     }
   }
@@ -197,8 +195,8 @@ bool g_window_open = false, g_collecting = false;
 bool g_sample_open = true;  // the GPU-timing sample's window (always open without sampling)
 int64_t g_window_closed_ns = 0;
 
-uint64_t g_switches = 0;   // collection switched on or off (diagnostics, CUTRACE_VERBOSE)
-int64_t g_switch_ns = 0;   // time spent switching
+uint64_t g_switches = 0;  // collection switched on or off (diagnostics, CUTRACE_VERBOSE)
+int64_t g_switch_ns = 0;  // time spent switching
 
 // The driver callbacks, once on, stay on until the last window: only the activity kinds are
 // switched per window. Turning callbacks off while an app thread is inside a traced driver call
@@ -260,8 +258,9 @@ bool set_collecting(bool on) {
     // A window after the last (e.g. `cutrace start PID` after an NVTX window): CUPTI is set up
     // again, and a thread that was inside a driver call when it detached gets no callback.
     g_last_closed = false;
-    log_warn("CUPTI: a capture window opened after the last one; GPU times of threads that were inside a driver "
-             "call when CUPTI detached may be missing (counted in the trace's gpu_times_missing)");
+    log_warn(
+        "CUPTI: a capture window opened after the last one; GPU times of threads that were inside a driver "
+        "call when CUPTI detached may be missing (counted in the trace's gpu_times_missing)");
   }
   if (!on && g_last_closed && g_sub) {
     // Nothing is timed again: CUPTI detaches, so that the rest of the run does not pay its cost
@@ -318,16 +317,17 @@ bool cupti_start(bool quiet, bool exact) {
   auto say = quiet ? &log_info : &log_warn;
   // Event pairs put the events' own GPU work and the kernel's launch latency into its time (about
   // 3-4 us per kernel on the H200): exact mode says so whenever it has to use them.
-  const char* fallback = exact ? "using start and end events (GPU times a few us too long per operation)"
-                               : "using completion events";
+  const char* fallback =
+      exact ? "using start and end events (GPU times a few us too long per operation)" : "using completion events";
   void* h = open_cupti();
   Api& a = g_api;
-  bool ok = h && load(h, a.get_version, "cuptiGetVersion") && load(h, a.register_callbacks, "cuptiActivityRegisterCallbacks") &&
+  bool ok = h && load(h, a.get_version, "cuptiGetVersion") &&
+            load(h, a.register_callbacks, "cuptiActivityRegisterCallbacks") &&
             load(h, a.register_timestamp, "cuptiActivityRegisterTimestampCallback") &&
             load(h, a.enable, "cuptiActivityEnable") && load(h, a.disable, "cuptiActivityDisable") &&
             load(h, a.unsubscribe, "cuptiUnsubscribe") && load(h, a.flush_all, "cuptiActivityFlushAll") &&
-            load(h, a.next_record, "cuptiActivityGetNextRecord") &&
-            load(h, a.subscribe, "cuptiSubscribe") && load(h, a.enable_callback, "cuptiEnableCallback") &&
+            load(h, a.next_record, "cuptiActivityGetNextRecord") && load(h, a.subscribe, "cuptiSubscribe") &&
+            load(h, a.enable_callback, "cuptiEnableCallback") &&
             load(h, a.dropped, "cuptiActivityGetNumDroppedRecords") && load(h, a.finalize, "cuptiFinalize");
   if (!ok) {
     say("CUPTI (libcupti) not found (set CUTRACE_CUPTI=/path/libcupti.so): %s", fallback);
@@ -336,8 +336,8 @@ bool cupti_start(bool quiet, bool exact) {
   uint32_t version = 0;
   a.get_version(&version);
   if (version / 10000 != CUPTI_API_VERSION / 10000) {
-    say("CUPTI API version %u does not match the one cutrace was built for (%d): %s", version,
-        CUPTI_API_VERSION, fallback);
+    say("CUPTI API version %u does not match the one cutrace was built for (%d): %s", version, CUPTI_API_VERSION,
+        fallback);
     return false;
   }
   g_spans = new std::unordered_map<uint32_t, Span>();
@@ -402,8 +402,7 @@ void cupti_idle(bool settled, int64_t now) {
   // 5 ms: an operation whose thread read the sample flag just before it flipped is published
   // (and drained, and counted by `settled`) within a collector cycle or two.
   std::lock_guard<std::mutex> l(g_window_mu);
-  if (closing_locked() &&
-      ((settled && now - g_window_closed_ns > 5000000) || now - g_window_closed_ns > 5000000000LL))
+  if (closing_locked() && ((settled && now - g_window_closed_ns > 5000000) || now - g_window_closed_ns > 5000000000LL))
     set_collecting(false);
 }
 
@@ -440,15 +439,14 @@ void cupti_flush(bool forced) {
 void cupti_stop() {
   cupti_flush(/*forced=*/true);
   std::lock_guard<std::mutex> l(g_mu);
-  log_info("CUPTI: %llu GPU records, %llu spans used, %zu left, %llu forgotten, %llu dropped by CUPTI, "
-           "%llu without timestamps, last flush %lld",
-           (unsigned long long)g_n_gpu, (unsigned long long)g_n_taken, g_spans->size(),
-           (unsigned long long)g_n_orphans,
-           (unsigned long long)g_n_dropped, (unsigned long long)g_n_incomplete, (long long)g_last_flush);
-  if (!g_spans->empty())
-    log_info("CUPTI: a pending span ends at %lld", (long long)g_spans->begin()->second.end);
-  log_info("CUPTI: collection switched on or off %llu times, %.3f ms spent switching",
-           (unsigned long long)g_switches, double(g_switch_ns) / 1e6);
+  log_info(
+      "CUPTI: %llu GPU records, %llu spans used, %zu left, %llu forgotten, %llu dropped by CUPTI, "
+      "%llu without timestamps, last flush %lld",
+      (unsigned long long)g_n_gpu, (unsigned long long)g_n_taken, g_spans->size(), (unsigned long long)g_n_orphans,
+      (unsigned long long)g_n_dropped, (unsigned long long)g_n_incomplete, (long long)g_last_flush);
+  if (!g_spans->empty()) log_info("CUPTI: a pending span ends at %lld", (long long)g_spans->begin()->second.end);
+  log_info("CUPTI: collection switched on or off %llu times, %.3f ms spent switching", (unsigned long long)g_switches,
+           double(g_switch_ns) / 1e6);
 }
 
 uint32_t cupti_last_correlation() { return t_cupti_corr; }

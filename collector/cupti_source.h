@@ -25,7 +25,8 @@ bool cupti_start(bool quiet, bool exact = false);
 // cupti_window() before (open) or after (close) flipping capture on the thread that flips it; the
 // collector turns collection off later, once the window's work has its CUPTI records
 // (cupti_idle: `settled`, no thread is inside a CUPTI-timed call and every stream's newest CUPTI
-// operation has its final span, or a few seconds passed). Meanwhile cupti_closing() is true and the collector flushes CUPTI often.
+// operation has its final span, or a few seconds passed). Meanwhile cupti_closing() is true and the collector flushes
+// CUPTI often.
 void cupti_window(bool open, bool last = false);
 // GPU-timing sample windows (CUTRACE_GPU_SAMPLE), from the collector: like capture windows (CUPTI
 // collects while both are open), and the shim's g_gpu_sample_on is flipped here, in order with
@@ -33,8 +34,8 @@ void cupti_window(bool open, bool last = false);
 void cupti_sample(bool on);
 void cupti_idle(bool settled, int64_t now);
 bool cupti_closing();
-void cupti_flush(bool forced = false);   // collector: hands CUPTI's completed records over
-void cupti_stop();                       // collector at exit: flush everything
+void cupti_flush(bool forced = false);  // collector: hands CUPTI's completed records over
+void cupti_stop();                      // collector at exit: flush everything
 // One kernel, copy or memset of a CUDA graph replay, as CUPTI reports it (under the graph
 // launch's correlation id).
 struct CuptiGraphNode {
@@ -44,9 +45,9 @@ struct CuptiGraphNode {
   uint32_t grid[3] = {}, block[3] = {};
   uint32_t dyn_smem = 0, static_smem = 0;
   uint16_t regs = 0;
-  uint64_t bytes = 0;                                // copies and sets
+  uint64_t bytes = 0;                                 // copies and sets
   uint8_t copy_kind = 0, src_kind = 0, dst_kind = 0;  // trace::CopyKind, trace::MemKind (sets: dst_kind)
-  uint32_t value = 0;                                // sets
+  uint32_t value = 0;                                 // sets
 };
 // GPU span of the work of the call with CUPTI correlation id `corr`, once it is final. `graph`:
 // the operations of a graph launch's replay go there, in the order they started (else forgotten).

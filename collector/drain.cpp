@@ -42,7 +42,6 @@ void Collector::drain(bool all) {
   }
 }
 
-
 void Collector::write_loss(uint32_t tid, trace::LossReason why, int64_t begin, int64_t end,
                            const uint64_t* by_raw_kind) {
   trace::LossRec l{};
@@ -76,7 +75,6 @@ void Collector::report_losses(ThreadState* s) {
   write_loss(s->tid, trace::LossReason::Budget, std::min(b, e), e, delta);
 }
 
-
 // Reads up to `limit` records of `s` whose call began by `horizon` (ticks) into the batch.
 size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
   size_t taken = 0;
@@ -109,7 +107,6 @@ size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
   records_read_ += taken;
   return taken;
 }
-
 
 // One round: at most kDrainChunk records of each thread, and none past the time by which every
 // thread with a backlog has kDrainChunk records, so that rounds hand the records of all threads

@@ -138,7 +138,7 @@ bool OpResolver::resolve(PendingOp& op) {
     return mono_ns() - op.op().cpu_end > 10000000000;  // never reported: give up after 10 s
   }
   if (!op.timed || !op.ev_end || !op.gctx) return true;  // no GPU time to wait for
-  if (op.gctx->count == 0) return false;  // its context's first clock anchor is still to come
+  if (op.gctx->count == 0) return false;                 // its context's first clock anchor is still to come
   CUresult q = driver().cuEventQuery(op.ev_end);
   if (q == CUDA_ERROR_NOT_READY) return false;
   if (op.dep_seq) {

@@ -12,9 +12,9 @@
 #include <unordered_set>
 #include <vector>
 #include "collector/cupti_source.h"
-#include "trace/format.h"
 #include "collector/gpu_clock.h"
 #include "collector/ranges.h"
+#include "trace/format.h"
 #include "trace/writer.h"
 
 namespace cutrace {
@@ -28,26 +28,26 @@ union OpRecord {
 };
 
 struct PendingOp {
-  OpRecord rec;              // complete but for gpu_start/gpu_end/flags
+  OpRecord rec;  // complete but for gpu_start/gpu_end/flags
   trace::RecType type;
   CUevent ev_start = nullptr, ev_end = nullptr;
   CUcontext ctx = nullptr;
   GpuClock::Ctx* gctx = nullptr;
   ThreadState* owner = nullptr;
   uint64_t seq = 0;
-  uint64_t dep_seq = 0;      // op this one waits for (cross-stream), 0 = none
-  int64_t dep_end = 0;       // its end, when already known
-  bool blocking = false;     // the host call returned after the work (sync memcpy)
-  bool timed = false;        // GPU times are expected (events recorded, or CUPTI)
+  uint64_t dep_seq = 0;   // op this one waits for (cross-stream), 0 = none
+  int64_t dep_end = 0;    // its end, when already known
+  bool blocking = false;  // the host call returned after the work (sync memcpy)
+  bool timed = false;     // GPU times are expected (events recorded, or CUPTI)
   // The op submitted before it on its stream was outside the GPU-timing sample: its end is
   // unknown, so this op's start cannot be inferred (default timing mode).
   bool after_not_sampled = false;
-  bool cupti = false;        // ... from CUPTI, by CUPTI's correlation id
+  bool cupti = false;  // ... from CUPTI, by CUPTI's correlation id
   uint32_t cupti_corr = 0;
-  int64_t end_ns = 0;        // resolved by poll()
-  int64_t start_ns = 0;      // measured start (exact mode), resolved by poll()
-  std::vector<OpenRange*> ranges;  // annotations open when it was launched (GPU projection)
-  std::vector<CuptiGraphNode> graph_nodes;  // a graph launch's replay, from CUPTI
+  int64_t end_ns = 0;                              // resolved by poll()
+  int64_t start_ns = 0;                            // measured start (exact mode), resolved by poll()
+  std::vector<OpenRange*> ranges;                  // annotations open when it was launched (GPU projection)
+  std::vector<CuptiGraphNode> graph_nodes;         // a graph launch's replay, from CUPTI
   trace::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
   const trace::OpCommon& op() const { return rec.kernel.op; }
 };
@@ -120,10 +120,10 @@ class OpResolver {
   GpuClock& clock_;
   RangeTracker& ranges_;
   std::unordered_map<Key, Stream*, KeyHash> by_key_;
-  std::vector<Stream*> streams_;  // index = id - 1
-  std::unordered_map<CUevent, Mark> marks_;      // app event -> op it follows
-  std::unordered_set<uint64_t> wanted_;          // pending ops that some event marks
-  std::unordered_map<uint64_t, int64_t> ends_;   // ends of finalized marked ops
+  std::vector<Stream*> streams_;                                  // index = id - 1
+  std::unordered_map<CUevent, Mark> marks_;                       // app event -> op it follows
+  std::unordered_set<uint64_t> wanted_;                           // pending ops that some event marks
+  std::unordered_map<uint64_t, int64_t> ends_;                    // ends of finalized marked ops
   std::unordered_map<std::string, uint32_t> graph_kernel_names_;  // CUPTI's kernel name -> demangled name's id
   uint64_t next_seq_ = 1;
   size_t pending_ = 0;

@@ -62,8 +62,7 @@ std::string command_line() {
 
 std::string trace_path(const std::string& dir, const RankInfo& rank) {
   std::ostringstream p;
-  p << dir << '/' << host_name() << ".rank" << (rank.rank < 0 ? 0 : rank.rank) << ".pid" << getpid()
-    << ".cutrace";
+  p << dir << '/' << host_name() << ".rank" << (rank.rank < 0 ? 0 : rank.rank) << ".pid" << getpid() << ".cutrace";
   return p.str();
 }
 
@@ -101,7 +100,8 @@ void write_process_meta(TraceWriter& w, const RankInfo& rank, const char* gpu_ti
   w.meta("local_rank", std::to_string(rank.local_rank < 0 ? 0 : rank.local_rank));
   w.meta("world_size", std::to_string(rank.world_size < 0 ? 1 : rank.world_size));
   w.meta("launcher", rank.launcher.empty() ? "none" : rank.launcher);
-  if (const char* s = getenv("CUTRACE_SESSION"); s && *s) w.meta("session", std::string(s).substr(0, 64));  // cutrace record's run id
+  if (const char* s = getenv("CUTRACE_SESSION"); s && *s)
+    w.meta("session", std::string(s).substr(0, 64));  // cutrace record's run id
   int version = 0;
   const Driver& d = driver();
   if (d.cuDriverGetVersion && d.cuDriverGetVersion(&version) == CUDA_SUCCESS)
@@ -119,9 +119,12 @@ void write_devices(TraceWriter& w) {
     if (d.cuDeviceGetName) d.cuDeviceGetName(name, sizeof name - 1, dev);
     r.name_id = w.intern(name[0] ? name : "unknown GPU");
     int v = 0;
-    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS) r.cc_major = uint16_t(v);
-    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS) r.cc_minor = uint16_t(v);
-    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS) r.sm_count = uint16_t(v);
+    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS)
+      r.cc_major = uint16_t(v);
+    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS)
+      r.cc_minor = uint16_t(v);
+    if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) == CUDA_SUCCESS)
+      r.sm_count = uint16_t(v);
     if (d.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS) r.pci_bus = uint32_t(v);
     size_t mem = 0;
     if (d.cuDeviceTotalMem && d.cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS) r.total_mem = mem;

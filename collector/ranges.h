@@ -51,8 +51,8 @@ class RangeTracker {
 
   TraceWriter& w_;
   std::unordered_map<uint32_t, std::vector<DomainStack>> stacks_;  // tid -> push/pop stack per domain
-  std::unordered_map<uint64_t, OpenRange*> started_;              // start/end ranges by id
-  uint64_t next_id_ = 1ull << 62;  // push/pop range ids (NVTX start/end ids stay below)
+  std::unordered_map<uint64_t, OpenRange*> started_;               // start/end ranges by id
+  uint64_t next_id_ = 1ull << 62;                                  // push/pop range ids (NVTX start/end ids stay below)
 };
 
 }  // namespace cutrace

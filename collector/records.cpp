@@ -69,7 +69,7 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
     fill_common(k.op, r, d.owner->tid, t0, t1, device, sid);
     k.kind = r.sub;
     const Names::Func& f = r.sub == uint8_t(trace::KernelKind::Graph) ? names_.graph(r.kernel.func, &k.graph_id)
-                                                                   : names_.function(r.kernel.func, device);
+                                                                      : names_.function(r.kernel.func, device);
     k.name_id = f.name_id, k.regs = f.regs, k.static_smem = f.static_smem;
     std::copy(r.kernel.grid, r.kernel.grid + 3, k.grid);
     std::copy(r.kernel.block, r.kernel.block + 3, k.block);
@@ -199,12 +199,8 @@ void Collector::handle(const Drained& d) {
     case RawKind::RangeEnd:
     case RawKind::Mark:
     case RawKind::ThreadName:
-    case RawKind::CategoryName:
-      handle_annotation(d, t0);
-      break;
-    case RawKind::Window:
-      window_edge(trace::WindowEdge(r.sub), t0, r.nvtx.name ? r.nvtx.name : "api");
-      break;
+    case RawKind::CategoryName: handle_annotation(d, t0); break;
+    case RawKind::Window: window_edge(trace::WindowEdge(r.sub), t0, r.nvtx.name ? r.nvtx.name : "api"); break;
     case RawKind::Context: break;  // consumed by read_records
   }
   --d.owner->pending_refs;

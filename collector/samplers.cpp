@@ -19,8 +19,8 @@ bool read_proc_stat(std::vector<std::pair<uint64_t, uint64_t>>* cores, std::pair
     if (strncmp(line, "cpu", 3) != 0) break;
     unsigned long long v[10] = {};
     char name[32];
-    int n = sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1], &v[2],
-                   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+    int n = sscanf(line, "%31s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
     if (n < 5) continue;
     uint64_t total = 0;
     for (int i = 0; i < 8; ++i) total += v[i];  // guest time is already in user/nice
@@ -61,8 +61,7 @@ void CpuSampler::sample(TraceWriter& w, int64_t now_ns) {
   bool first = prev_.empty();
   std::vector<uint16_t> util(cores.size(), 0);
   for (size_t i = 0; i < cores.size(); ++i) {
-    if (!first && i < prev_.size())
-      util[i] = pct100(cores[i].first - prev_[i].busy, cores[i].second - prev_[i].total);
+    if (!first && i < prev_.size()) util[i] = pct100(cores[i].first - prev_[i].busy, cores[i].second - prev_[i].total);
   }
   trace::CpuSampleRec r{};
   r.h.type = uint16_t(trace::RecType::CpuSample);
@@ -82,8 +81,12 @@ void CpuSampler::sample(TraceWriter& w, int64_t now_ns) {
 
 // ---- NVML -----------------------------------------------------------------------------
 struct GpuSampler::Nvml {
-  struct Util { unsigned gpu, memory; };
-  struct Mem { unsigned long long total, free, used; };
+  struct Util {
+    unsigned gpu, memory;
+  };
+  struct Mem {
+    unsigned long long total, free, used;
+  };
   int (*init)();
   int (*by_uuid)(const char*, void**);
   int (*util)(void*, Util*);
@@ -114,8 +117,8 @@ void GpuSampler::init(const std::vector<std::vector<uint8_t>>& uuids) {
   nvml_ = n;
   for (const auto& u : uuids) {
     char s[64];
-    snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     void* dev = nullptr;
     handles_.push_back(n->by_uuid(s, &dev) == 0 ? dev : nullptr);
   }

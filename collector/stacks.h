@@ -18,10 +18,10 @@ namespace cutrace {
 
 // One loaded ELF object, as the dynamic loader reports it.
 struct LoadedModule {
-  std::string path;      // "" for the main program is replaced by /proc/self/exe's target
-  uint64_t base = 0;     // load bias (dlpi_addr)
+  std::string path;         // "" for the main program is replaced by /proc/self/exe's target
+  uint64_t base = 0;        // load bias (dlpi_addr)
   uint64_t lo = 0, hi = 0;  // lowest and highest address of its PT_LOAD segments
-  std::string build_id;  // lowercase hex, "" if none
+  std::string build_id;     // lowercase hex, "" if none
 };
 std::vector<LoadedModule> loaded_modules();  // dl_iterate_phdr snapshot
 
@@ -44,7 +44,7 @@ class ModuleMap {
   };
   Mod* find(uint64_t pc);
   TraceWriter& w_;
-  std::vector<Mod> mods_;  // sorted by lo
+  std::vector<Mod> mods_;                                     // sorted by lo
   std::map<std::pair<std::string, uint64_t>, uint32_t> ids_;  // (path, base) -> id
   bool refreshed_ = false;
   uint64_t refreshes_ = 0;
@@ -71,7 +71,7 @@ class StackInterner {
   TraceWriter& w_;
   std::unordered_map<std::string, uint32_t> by_pcs_;     // raw PCs (bytes) -> id
   std::unordered_map<std::string, uint32_t> by_frames_;  // resolved frames (bytes) -> id
-  std::string key_;  // lookup key, kept to avoid an allocation per call
+  std::string key_;                                      // lookup key, kept to avoid an allocation per call
 };
 
 }  // namespace cutrace

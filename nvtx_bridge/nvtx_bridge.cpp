@@ -8,13 +8,13 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include "trace/format.h"
 #include "nvtx_bridge/cutrace_api.h"
-#include "shim/capture.h"
 #include "runtime/config.h"
-#include "shim/op.h"
 #include "runtime/thread_state.h"
 #include "runtime/ticks.h"
+#include "shim/capture.h"
+#include "shim/op.h"
+#include "trace/format.h"
 
 namespace cutrace {
 namespace {
@@ -100,8 +100,8 @@ struct WideText {
 
 // One annotation record. Returns whether it was recorded. `force` records even outside a capture
 // window (the pop of a range whose push was recorded).
-bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
-          RangeSource source, bool force = false) {
+bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color, RangeSource source,
+          bool force = false) {
   if ((!force && !capture_on()) || t_in_shim) return false;
   ThreadState* ts = thread_state();
   if (!ts || !enter_record(ts, kind, force)) return false;
@@ -130,7 +130,8 @@ bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t categ
 // An event attribute's message other than a UNICODE one.
 Name message(const nvtxEventAttributes_t* a) {
   if (!a) return {};
-  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) return stable_name(reinterpret_cast<const char*>(a->message.registered));
+  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED)
+    return stable_name(reinterpret_cast<const char*>(a->message.registered));
   if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return copied_name(a->message.ascii);
   return {};  // UNICODE: the callers' wide path; unknown types carry no text
 }
@@ -307,11 +308,15 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
 CUTRACE_API int cutrace_api_version(void) { return 1; }
 CUTRACE_API void cutrace_range_push(const char* name) { push(copied_name(name), nullptr, 0, 0, RangeSource::Api); }
 CUTRACE_API void cutrace_range_pop(void) { pop(nullptr, RangeSource::Api); }
-CUTRACE_API uint64_t cutrace_range_start(const char* name) { return start(copied_name(name), nullptr, 0, 0, RangeSource::Api); }
+CUTRACE_API uint64_t cutrace_range_start(const char* name) {
+  return start(copied_name(name), nullptr, 0, 0, RangeSource::Api);
+}
 CUTRACE_API void cutrace_range_end(uint64_t h) {
   if (h) end(h, RangeSource::Api);
 }
-CUTRACE_API void cutrace_mark(const char* name) { emit(RawKind::Mark, copied_name(name), 0, nullptr, 0, 0, RangeSource::Api); }
+CUTRACE_API void cutrace_mark(const char* name) {
+  emit(RawKind::Mark, copied_name(name), 0, nullptr, 0, 0, RangeSource::Api);
+}
 CUTRACE_API void cutrace_capture_start(void) { capture_begin_from_app("api"); }
 CUTRACE_API void cutrace_capture_stop(void) { capture_end_from_app("api"); }
 CUTRACE_API int cutrace_capture_by_api(void) { return capture_by_api() ? 1 : 0; }

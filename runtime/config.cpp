@@ -1,11 +1,11 @@
 #include "runtime/config.h"
-#include "runtime/gpu_sample.h"
-#include "runtime/stack_ring.h"
+#include <unistd.h>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
+#include "runtime/gpu_sample.h"
+#include "runtime/stack_ring.h"
 
 namespace cutrace {
 
@@ -82,15 +82,16 @@ void load_config() {
   if (const char* v = env("CUTRACE_DELAY")) c.delay_s = atof(v), c.capture_chosen = true;
   if (const char* v = env("CUTRACE_DURATION")) c.duration_s = atof(v);
   if (const char* v = env("CUTRACE_GPU_SAMPLE"); v && !parse_gpu_sample(v, &c.gpu_sample, &c.gpu_sample_period_ns))
-    log_warn("CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
-             "10 <= PERIOD_MS <= 3600000); taking every GPU time", v);
+    log_warn(
+        "CUTRACE_GPU_SAMPLE=%s not understood (FRACTION[/PERIOD_MS], 0 < FRACTION <= 1, "
+        "10 <= PERIOD_MS <= 3600000); taking every GPU time",
+        v);
   if (const char* v = env("CUTRACE_BUFFER_MB")) {
     char* end = nullptr;
     double mb = strtod(v, &end);
     if (end == v || *end || !(mb >= 1 && mb <= 1048576))
       log_warn("CUTRACE_BUFFER_MB=%s not understood (megabytes, 1 to 1048576); using %zu", v, c.buffer_mb);
-    else
-      c.buffer_mb = size_t(mb);
+    else c.buffer_mb = size_t(mb);
   }
   if (c.timing_exact && c.gpu_sample < 1) {
     log_warn("CUTRACE_GPU_TIMING=exact times every operation: CUTRACE_GPU_SAMPLE ignored");

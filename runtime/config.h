@@ -26,7 +26,7 @@ enum class Backtrace : uint8_t {
 };
 
 struct Config {
-  std::string out_dir;         // CUTRACE_OUTPUT (default ./cutrace-trace)
+  std::string out_dir;  // CUTRACE_OUTPUT (default ./cutrace-trace)
   // CUTRACE_GPU_TIMING=auto|cupti|exact|end|events|none. auto (default): CUPTI where libcupti
   // loads and subscribes, else end events. exact: CUPTI for every operation (no sample); where it
   // cannot load, start and end events, with a warning. The trace's `gpu_timing` meta says which
@@ -35,16 +35,16 @@ struct Config {
   bool timing_auto = true;
   bool timing_exact = false;
   Backtrace backtrace = Backtrace::Sync;  // CUTRACE_BACKTRACE=none|sync|all
-  int sample_hz = 10;          // CUTRACE_SAMPLE_HZ (0 disables the samplers)
-  bool verbose = false;        // CUTRACE_VERBOSE=1
-  bool enabled = true;         // CUTRACE_DISABLE=1 turns the shim into a pass-through
+  int sample_hz = 10;                     // CUTRACE_SAMPLE_HZ (0 disables the samplers)
+  bool verbose = false;                   // CUTRACE_VERBOSE=1
+  bool enabled = true;                    // CUTRACE_DISABLE=1 turns the shim into a pass-through
   CaptureRange capture = CaptureRange::Process;
-  std::string nvtx_glob;       // CUTRACE_CAPTURE_NVTX: name pattern (trace/name_pattern.h) of the trigger ranges
-  long steps_first = 0;        // CUTRACE_CAPTURE_STEPS=A-B: the A-th..B-th matching ranges (0-based)
-  long steps_last = -1;        // -1: every matching range
-  long steps_every = 0;        // CUTRACE_CAPTURE_REPEAT=N: A-B again every N matching ranges (0: once)
-  double delay_s = 0;          // CUTRACE_DELAY: capture starts this long after the first CUDA use
-  double duration_s = 0;       // CUTRACE_DURATION: and lasts this long (0 = to the end)
+  std::string nvtx_glob;  // CUTRACE_CAPTURE_NVTX: name pattern (trace/name_pattern.h) of the trigger ranges
+  long steps_first = 0;   // CUTRACE_CAPTURE_STEPS=A-B: the A-th..B-th matching ranges (0-based)
+  long steps_last = -1;   // -1: every matching range
+  long steps_every = 0;   // CUTRACE_CAPTURE_REPEAT=N: A-B again every N matching ranges (0: once)
+  double delay_s = 0;     // CUTRACE_DELAY: capture starts this long after the first CUDA use
+  double duration_s = 0;  // CUTRACE_DURATION: and lasts this long (0 = to the end)
   // CUTRACE_GPU_SAMPLE=FRACTION[/PERIOD_MS]: take GPU times only during FRACTION of the time, one
   // window of FRACTION x PERIOD at a random place in each PERIOD (default 200 ms); every call is
   // still recorded. 1 (default): GPU times all the time.

@@ -84,8 +84,8 @@ static void resolve(Driver& d) {
   load(h, d.cuDeviceGetUuid, "cuDeviceGetUuid");
   load(h, d.cuDriverGetVersion, "cuDriverGetVersion");
   load(h, d.cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode");
-  d.ok = d.cuCtxGetCurrent && d.cuEventCreate && d.cuEventRecord && d.cuEventQuery &&
-         d.cuEventElapsedTime && d.cuEventDestroy && d.cuCtxSetCurrent && d.cuStreamCreate;
+  d.ok = d.cuCtxGetCurrent && d.cuEventCreate && d.cuEventRecord && d.cuEventQuery && d.cuEventElapsedTime &&
+         d.cuEventDestroy && d.cuCtxSetCurrent && d.cuStreamCreate;
   if (!d.ok) log_warn("libcuda lacks event entry points: GPU timing disabled");
 }
 

@@ -12,11 +12,11 @@ namespace cutrace {
 
 #pragma pack(push, 1)
 struct PackedHead {
-  uint8_t kind;    // RawKind
+  uint8_t kind;  // RawKind
   uint8_t sub;
   uint16_t flags;  // RawFlags, and the kPk* presence bits below
   uint16_t api;
-  uint16_t size;   // bytes of the whole packed record
+  uint16_t size;  // bytes of the whole packed record
 };
 static_assert(sizeof(PackedHead) == 8);
 
@@ -24,7 +24,7 @@ static_assert(sizeof(PackedHead) == 8);
 struct PackedCall {
   PackedHead h;
   uint64_t t0;
-  uint32_t dt;      // t1 - t0 in ticks (kPkLongCall: the full difference follows instead)
+  uint32_t dt;  // t1 - t0 in ticks (kPkLongCall: the full difference follows instead)
   int32_t result;
   uint64_t stream;
 };
@@ -33,15 +33,15 @@ static_assert(sizeof(PackedCall) == 32);
 
 // Presence bits of optional fields, in PackedHead::flags only (RawFlags stay below bit 12).
 enum PackFlags : uint16_t {
-  kPkEvStart = 1 << 12,   // u64 ev_start follows
-  kPkEvEnd = 1 << 13,     // u64 ev_end follows
-  kPkLongCall = 1 << 14,  // u64 t1 - t0 follows (the call took 2^32 ticks or more)
+  kPkEvStart = 1 << 12,     // u64 ev_start follows
+  kPkEvEnd = 1 << 13,       // u64 ev_end follows
+  kPkLongCall = 1 << 14,    // u64 t1 - t0 follows (the call took 2^32 ticks or more)
   kPkWideConfig = 1 << 15,  // kernel dimensions as u32 each (one did not fit 16 bits)
 };
 inline constexpr uint16_t kPkMask = 0xF000;
 
-inline constexpr uint32_t kMaxCallBytes = 96;      // the largest packed call record
-inline constexpr uint32_t kMaxInlineName = 16384;  // copied names longer than this are cut
+inline constexpr uint32_t kMaxCallBytes = 96;             // the largest packed call record
+inline constexpr uint32_t kMaxInlineName = 16384;         // copied names longer than this are cut
 inline constexpr uint32_t kNoteFixedBytes = 16 + 25 + 2;  // head, t0, named-note fields, name length
 
 namespace pk {
@@ -92,12 +92,8 @@ inline uint32_t pack_call(const RawRecord& r, uint8_t* out) {
       p = put(p, r.copy.bytes), p = put(p, r.copy.src), p = put(p, r.copy.dst);
       p = put(p, r.copy.copy_kind), p = put(p, r.copy.src_kind), p = put(p, r.copy.dst_kind);
       break;
-    case RawKind::Memset:
-      p = put(p, r.set.bytes), p = put(p, r.set.value), p = put(p, r.set.elem);
-      break;
-    case RawKind::Memory:
-      p = put(p, r.mem.address), p = put(p, r.mem.bytes), p = put(p, r.mem.mem_kind);
-      break;
+    case RawKind::Memset: p = put(p, r.set.bytes), p = put(p, r.set.value), p = put(p, r.set.elem); break;
+    case RawKind::Memory: p = put(p, r.mem.address), p = put(p, r.mem.bytes), p = put(p, r.mem.mem_kind); break;
     default:  // Sync, EventRecord, StreamWait
       p = put(p, u64(r.ev.event));
       break;
@@ -129,9 +125,7 @@ inline uint32_t pack_note(const RawRecord& r, const char* name, uint32_t name_le
   p = put(p, r.t0);
   switch (r.kind) {
     case RawKind::RangePop:
-    case RawKind::RangeEnd:
-      p = put(p, r.nvtx.id), p = put(p, u64(r.nvtx.domain)), p = put(p, r.nvtx.source);
-      break;
+    case RawKind::RangeEnd: p = put(p, r.nvtx.id), p = put(p, u64(r.nvtx.domain)), p = put(p, r.nvtx.source); break;
     case RawKind::Window: p = put(p, u64(r.nvtx.name)); break;
     case RawKind::Context: p = put(p, u64(r.ctx)); break;
     default:  // RangePush, RangeStart, Mark, ThreadName, CategoryName
@@ -218,12 +212,8 @@ inline void unpack(const uint8_t* p, RawRecord* r, std::string* name) {
       q = get(q, &r->copy.bytes), q = get(q, &r->copy.src), q = get(q, &r->copy.dst);
       q = get(q, &r->copy.copy_kind), q = get(q, &r->copy.src_kind), get(q, &r->copy.dst_kind);
       break;
-    case RawKind::Memset:
-      q = get(q, &r->set.bytes), q = get(q, &r->set.value), get(q, &r->set.elem);
-      break;
-    case RawKind::Memory:
-      q = get(q, &r->mem.address), q = get(q, &r->mem.bytes), get(q, &r->mem.mem_kind);
-      break;
+    case RawKind::Memset: q = get(q, &r->set.bytes), q = get(q, &r->set.value), get(q, &r->set.elem); break;
+    case RawKind::Memory: q = get(q, &r->mem.address), q = get(q, &r->mem.bytes), get(q, &r->mem.mem_kind); break;
     default: get(q, &v), r->ev.event = reinterpret_cast<CUevent>(v); break;
   }
 }

@@ -66,8 +66,7 @@ Chunk* ChunkPool::take() {
   else if (!(c = pop(cold_)) && !(c = fresh())) return nullptr;
   uint32_t used = in_use_.fetch_add(1, std::memory_order_relaxed) + 1;
   uint32_t peak = peak_.load(std::memory_order_relaxed);
-  while (used > peak && !peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
-  }
+  while (used > peak && !peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {}
   return c;
 }
 

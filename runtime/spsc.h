@@ -43,9 +43,7 @@ class SpscRing {
     pop();
     return true;
   }
-  size_t size() const {
-    return size_t(head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire));
-  }
+  size_t size() const { return size_t(head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire)); }
   static constexpr size_t capacity() { return N; }
 
  private:

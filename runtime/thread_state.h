@@ -4,12 +4,12 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include "runtime/stack_ring.h"
 #include "runtime/nvtx_stack.h"
 #include "runtime/raw.h"
 #include "runtime/raw_pack.h"
 #include "runtime/record_buffer.h"
 #include "runtime/spsc.h"
+#include "runtime/stack_ring.h"
 
 namespace cutrace {
 
@@ -34,7 +34,7 @@ struct ThreadState {
   // Owner: the chunk records are written into, and the next free byte of it.
   Chunk* wr = nullptr;
   uint32_t wpos = 0;
-  CUcontext cur_ctx = nullptr;  // context of the last call recorded (a Context record on change)
+  CUcontext cur_ctx = nullptr;               // context of the last call recorded (a Context record on change)
   std::atomic<Chunk*> first_chunk{nullptr};  // published once; the collector follows `next` from it
   // Nonzero (the RawKind) while the owner is between deciding to record a call and publishing it:
   // at exit the collector waits for such calls, and counts those that do not finish.
@@ -79,8 +79,8 @@ struct ThreadState {
     wr->committed.store(wpos, std::memory_order_release);
   }
   uint8_t* reserve_slow(uint32_t n);
-  void count_lost(RawKind k);  // owner: one record of kind k not recorded (budget in use)
-  NvtxStacks nvtx;  // push/pop nesting per domain, owner only (NVTX returns the depth)
+  void count_lost(RawKind k);         // owner: one record of kind k not recorded (budget in use)
+  NvtxStacks nvtx;                    // push/pop nesting per domain, owner only (NVTX returns the depth)
   CUevent take_event(CUcontext ctx);  // pooled event for ctx; creates one if the pool is empty
   EventPool* pool_for(CUcontext ctx);
 };

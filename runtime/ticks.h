@@ -45,8 +45,8 @@ inline uint64_t ticks() {
 // to each new anchor once put a call before the end of the one before it on its thread).
 class TickClock {
  public:
-  void init();           // first anchor
-  void update();         // new anchor; refines the rate from the first one
+  void init();    // first anchor
+  void update();  // new anchor; refines the rate from the first one
   int64_t to_ns(uint64_t t) const;
 
  private:

@@ -93,8 +93,14 @@ int newest_at_most(const std::vector<int>& versions, int v) {
 }  // namespace
 
 void ensure_registry() { std::call_once(g_reg_once, build_registry); }
-size_t func_count() { ensure_registry(); return g_reg->funcs.size(); }
-FuncInfo& func_at(size_t api) { ensure_registry(); return *g_reg->funcs[api]; }
+size_t func_count() {
+  ensure_registry();
+  return g_reg->funcs.size();
+}
+FuncInfo& func_at(size_t api) {
+  ensure_registry();
+  return *g_reg->funcs[api];
+}
 const char* api_name(uint16_t api) { return api < func_count() ? g_reg->funcs[api]->base : "?"; }
 
 void* Binding::resolve_plt() const {

@@ -5,10 +5,10 @@
 // real pointer dlsym or cuGetProcAddress handed out, so a wrapper always calls exactly the
 // function the application would have called.
 #pragma once
-#include "runtime/api_names.h"
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include "runtime/api_names.h"
 
 namespace cutrace {
 
@@ -95,18 +95,19 @@ void* wrap_proc_address(const char* symbol, void* real, int cuda_version, unsign
 // Declares traced function VAR (implementation IMPL, signature PFN): its bindings, its
 // FuncInfo, its registration in the cutrace_funcs section, and the shim's exported symbol(s)
 // EXP (and EXP_PT, the per-thread-default-stream variant) that jump to slot 0 (1).
-#define CUTRACE_FUNC_IMPL(VAR, PFN, IMPL, BASE, MINVER, EXP_S, EXP_PT_S)                       \
-  namespace {                                                                                  \
-  ::cutrace::Binding VAR##_slots[::cutrace::kSlots] = {::cutrace::Binding(EXP_S, false),       \
-                                                       ::cutrace::Binding(EXP_PT_S, true)};    \
-  ::cutrace::FuncInfo VAR = {BASE, EXP_S, EXP_PT_S, MINVER, VAR##_slots,                       \
-                             &::cutrace::Entries<PFN>::entry<IMPL, VAR##_slots>};              \
-  __attribute__((section("cutrace_funcs"), used)) ::cutrace::FuncInfo* const VAR##_reg = &VAR; \
+#define CUTRACE_FUNC_IMPL(VAR, PFN, IMPL, BASE, MINVER, EXP_S, EXP_PT_S)                               \
+  namespace {                                                                                          \
+  ::cutrace::Binding VAR##_slots[::cutrace::kSlots] = {::cutrace::Binding(EXP_S, false),               \
+                                                       ::cutrace::Binding(EXP_PT_S, true)};            \
+  ::cutrace::FuncInfo VAR = {BASE,   EXP_S,       EXP_PT_S,                                            \
+                             MINVER, VAR##_slots, &::cutrace::Entries<PFN>::entry<IMPL, VAR##_slots>}; \
+  __attribute__((section("cutrace_funcs"), used)) ::cutrace::FuncInfo* const VAR##_reg = &VAR;         \
   }
 
 #if defined(__x86_64__)
-#define CUTRACE_JUMP_ASM(NAME) \
-  ".text\n.globl " #NAME "\n.type " #NAME ",@function\n" #NAME ":\n\tjmp *ct_plt_" #NAME "(%rip)\n.size " #NAME ",.-" #NAME "\n"
+#define CUTRACE_JUMP_ASM(NAME)                                                                                  \
+  ".text\n.globl " #NAME "\n.type " #NAME ",@function\n" #NAME ":\n\tjmp *ct_plt_" #NAME "(%rip)\n.size " #NAME \
+  ",.-" #NAME "\n"
 #elif defined(__aarch64__)
 #define CUTRACE_JUMP_ASM(NAME)                                                                \
   ".text\n.globl " #NAME "\n.type " #NAME ",%function\n" #NAME ":\n\tadrp x16, ct_plt_" #NAME \
@@ -120,11 +121,11 @@ void* wrap_proc_address(const char* symbol, void* real, int cuda_version, unsign
       &::cutrace::Entries<PFN>::fn<IMPL, VAR##_slots, SLOT>;                       \
   asm(CUTRACE_JUMP_ASM(NAME));
 
-#define CUTRACE_FUNC(VAR, PFN, IMPL, BASE, MINVER, EXP)            \
+#define CUTRACE_FUNC(VAR, PFN, IMPL, BASE, MINVER, EXP)          \
   CUTRACE_FUNC_IMPL(VAR, PFN, IMPL, BASE, MINVER, #EXP, nullptr) \
   CUTRACE_EXPORT(EXP, PFN, IMPL, VAR, 0)
 
 #define CUTRACE_FUNC_PT(VAR, PFN, IMPL, BASE, MINVER, EXP, EXP_PT) \
-  CUTRACE_FUNC_IMPL(VAR, PFN, IMPL, BASE, MINVER, #EXP, #EXP_PT) \
+  CUTRACE_FUNC_IMPL(VAR, PFN, IMPL, BASE, MINVER, #EXP, #EXP_PT)   \
   CUTRACE_EXPORT(EXP, PFN, IMPL, VAR, 0)                           \
   CUTRACE_EXPORT(EXP_PT, PFN, IMPL, VAR, 1)

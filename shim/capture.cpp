@@ -3,11 +3,11 @@
 #include <thread>
 #include "collector/collector.h"
 #include "collector/cupti_source.h"
-#include "trace/format.h"
-#include "trace/name_pattern.h"
 #include "runtime/config.h"
 #include "runtime/thread_state.h"
 #include "runtime/ticks.h"
+#include "trace/format.h"
+#include "trace/name_pattern.h"
 
 namespace cutrace {
 
@@ -71,7 +71,7 @@ bool capture_by_api() {
   if (c.capture != CaptureRange::Process) return true;  // another range: the calls open windows
   if (c.capture_chosen) return false;
   if (!c.enabled || g_windows_by_api.exchange(true, std::memory_order_acq_rel)) return true;
-  if (collector_running()) capture_end_from_app("smprof");  // what ran before is its own window
+  if (collector_running()) capture_end_from_app("smprof");    // what ran before is its own window
   else g_capture_on.store(false, std::memory_order_seq_cst);  // nothing recorded yet
   return true;
 }

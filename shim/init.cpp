@@ -2,9 +2,9 @@
 // touches CUDA, creates threads or files: a process that never uses CUDA stays untouched.
 #include <pthread.h>
 #include "collector/collector.h"
-#include "shim/backtrace.h"
 #include "runtime/config.h"
 #include "runtime/thread_state.h"
+#include "shim/backtrace.h"
 #include "shim/op.h"
 
 namespace cutrace {

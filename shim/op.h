@@ -3,14 +3,14 @@
 // syscalls.
 #pragma once
 #include <cuda.h>
-#include "trace/format.h"
 #include "collector/cupti_source.h"
-#include "shim/backtrace.h"
-#include "shim/binding.h"
 #include "runtime/config.h"
 #include "runtime/driver.h"
 #include "runtime/thread_state.h"
 #include "runtime/ticks.h"
+#include "shim/backtrace.h"
+#include "shim/binding.h"
+#include "trace/format.h"
 
 namespace cutrace {
 
@@ -101,8 +101,7 @@ class Op {
       cupti_clear_correlation();
       return;
     }
-    ev_stream_ = (rec_.stream == nullptr && (rec_.flags & kRawPerThread)) ? CU_STREAM_PER_THREAD
-                                                                            : rec_.stream;
+    ev_stream_ = (rec_.stream == nullptr && (rec_.flags & kRawPerThread)) ? CU_STREAM_PER_THREAD : rec_.stream;
     timed_ = true;
     if (g_timing == GpuTiming::Events) rec_.ev_start = record_event();
   }
@@ -168,8 +167,7 @@ inline bool gpu_op_wants_stack(uint16_t flags) {
 
 // Wrapper of an operation that enqueues GPU work: `call(real)` makes the real call.
 template <class PFN, class Fill, class Call>
-inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16_t flags, Fill&& fill,
-                              Call&& call) {
+inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16_t flags, Fill&& fill, Call&& call) {
   PFN real = b.fn<PFN>();
   Op op;
   if (!op.begin(b, kind, s, flags, gpu_op_wants_stack(flags))) return call(real);
@@ -181,8 +179,7 @@ inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16
 // Wrapper of a host-side call (sync, memory, event record): CPU times and result only.
 // `stack`: record the call stack (synchronisations).
 template <class PFN, class Fill, class Call>
-inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call,
-                            bool stack = false) {
+inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call, bool stack = false) {
   PFN real = b.fn<PFN>();
   Op op;
   if (!op.begin(b, kind, s, 0, stack)) return call(real);

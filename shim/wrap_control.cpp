@@ -77,8 +77,7 @@ CUTRACE_FUNC(f_getproc_v1, PFN_getproc_v1, getproc_v1, "cuGetProcAddress", 11030
 CUTRACE_FUNC(f_ctx_destroy, PFN_ctx_destroy, ctx_destroy, "cuCtxDestroy", 4000, cuCtxDestroy_v2)
 CUTRACE_FUNC(f_primary_release, PFN_primary, primary_release, "cuDevicePrimaryCtxRelease", 11000,
              cuDevicePrimaryCtxRelease_v2)
-CUTRACE_FUNC(f_primary_reset, PFN_primary, primary_reset, "cuDevicePrimaryCtxReset", 11000,
-             cuDevicePrimaryCtxReset_v2)
+CUTRACE_FUNC(f_primary_reset, PFN_primary, primary_reset, "cuDevicePrimaryCtxReset", 11000, cuDevicePrimaryCtxReset_v2)
 CUTRACE_FUNC(f_module_unload, PFN_module_unload, module_unload, "cuModuleUnload", 2000, cuModuleUnload)
 CUTRACE_FUNC(f_profiler_start, PFN_profiler, profiler_start, "cuProfilerStart", 4000, cuProfilerStart)
 CUTRACE_FUNC(f_profiler_stop, PFN_profiler, profiler_stop, "cuProfilerStop", 4000, cuProfilerStop)

@@ -7,8 +7,8 @@
 #include <cstdarg>
 #include <vector>
 #include "collector/collector.h"
-#include "trace/format.h"
 #include "runtime/driver.h"
+#include "trace/format.h"
 
 namespace {
 

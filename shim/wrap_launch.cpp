@@ -6,8 +6,8 @@ namespace {
 
 using trace::KernelKind;
 
-void fill_kernel(RawRecord& r, KernelKind kind, void* f, unsigned gx, unsigned gy, unsigned gz,
-                 unsigned bx, unsigned by, unsigned bz, unsigned shm) {
+void fill_kernel(RawRecord& r, KernelKind kind, void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                 unsigned by, unsigned bz, unsigned shm) {
   r.sub = uint8_t(kind);
   r.kernel.func = f;
   r.kernel.grid[0] = gx, r.kernel.grid[1] = gy, r.kernel.grid[2] = gz;
@@ -15,20 +15,20 @@ void fill_kernel(RawRecord& r, KernelKind kind, void* f, unsigned gx, unsigned g
   r.kernel.shmem = shm;
 }
 
-using PFN_launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                unsigned, CUstream, void**, void**);
-CUresult launch(const Binding& b, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                unsigned by, unsigned bz, unsigned shm, CUstream s, void** params, void** extra) {
+using PFN_launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void**, void**);
+CUresult launch(const Binding& b, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, unsigned shm, CUstream s, void** params, void** extra) {
   return traced_gpu_op<PFN_launch>(
       b, RawKind::Kernel, s, 0,
       [&](RawRecord& r) { fill_kernel(r, KernelKind::Kernel, f, gx, gy, gz, bx, by, bz, shm); },
       [&](PFN_launch real) { return real(f, gx, gy, gz, bx, by, bz, shm, s, params, extra); });
 }
 
-using PFN_coop = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              unsigned, CUstream, void**);
-CUresult launch_coop(const Binding& b, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                     unsigned by, unsigned bz, unsigned shm, CUstream s, void** params) {
+using PFN_coop = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**);
+CUresult launch_coop(const Binding& b, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                     unsigned bz, unsigned shm, CUstream s, void** params) {
   return traced_gpu_op<PFN_coop>(
       b, RawKind::Kernel, s, 0,
       [&](RawRecord& r) { fill_kernel(r, KernelKind::Cooperative, f, gx, gy, gz, bx, by, bz, shm); },
@@ -48,8 +48,8 @@ CUresult launch_ex(const Binding& b, const CUlaunchConfig* c, CUfunction f, void
       b, RawKind::Kernel, s, 0,
       [&](RawRecord& r) {
         if (!c) return fill_kernel(r, KernelKind::Kernel, f, 0, 0, 0, 0, 0, 0, 0);
-        fill_kernel(r, is_cooperative(c) ? KernelKind::Cooperative : KernelKind::Kernel, f, c->gridDimX,
-                    c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes);
+        fill_kernel(r, is_cooperative(c) ? KernelKind::Cooperative : KernelKind::Kernel, f, c->gridDimX, c->gridDimY,
+                    c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes);
       },
       [&](PFN_launch_ex real) { return real(c, f, params, extra); });
 }
@@ -57,8 +57,7 @@ CUresult launch_ex(const Binding& b, const CUlaunchConfig* c, CUfunction f, void
 using PFN_graph_launch = CUresult (*)(CUgraphExec, CUstream);
 CUresult graph_launch(const Binding& b, CUgraphExec g, CUstream s) {
   return traced_gpu_op<PFN_graph_launch>(
-      b, RawKind::Kernel, s, 0,
-      [&](RawRecord& r) { fill_kernel(r, KernelKind::Graph, g, 0, 0, 0, 0, 0, 0, 0); },
+      b, RawKind::Kernel, s, 0, [&](RawRecord& r) { fill_kernel(r, KernelKind::Graph, g, 0, 0, 0, 0, 0, 0, 0); },
       [&](PFN_graph_launch real) { return real(g, s); });
 }
 
@@ -74,7 +73,7 @@ using namespace cutrace;
 CUTRACE_FUNC_PT(f_launch, PFN_launch, launch, "cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz)
 CUTRACE_FUNC_PT(f_launch_ex, PFN_launch_ex, launch_ex, "cuLaunchKernelEx", 11060, cuLaunchKernelEx,
                 cuLaunchKernelEx_ptsz)
-CUTRACE_FUNC_PT(f_launch_coop, PFN_coop, launch_coop, "cuLaunchCooperativeKernel", 9000,
-                cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz)
+CUTRACE_FUNC_PT(f_launch_coop, PFN_coop, launch_coop, "cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel,
+                cuLaunchCooperativeKernel_ptsz)
 CUTRACE_FUNC_PT(f_graph_launch, PFN_graph_launch, graph_launch, "cuGraphLaunch", 10000, cuGraphLaunch,
                 cuGraphLaunch_ptsz)

@@ -44,13 +44,18 @@ uint64_t side_addr(CUmemorytype t, const void* host, CUdeviceptr dev) {
 template <class D>
 CopyDesc desc_nd(const D* p, uint64_t bytes) {
   if (!p) return {CopyKind::Unknown, 0, 0, 0, kHost, kHost};
-  return {CopyKind::Unknown, bytes, side_addr(p->srcMemoryType, p->srcHost, p->srcDevice),
-          side_addr(p->dstMemoryType, p->dstHost, p->dstDevice), side_kind(p->srcMemoryType),
+  return {CopyKind::Unknown,
+          bytes,
+          side_addr(p->srcMemoryType, p->srcHost, p->srcDevice),
+          side_addr(p->dstMemoryType, p->dstHost, p->dstDevice),
+          side_kind(p->srcMemoryType),
           side_kind(p->dstMemoryType)};
 }
 uint64_t bytes_2d(const CUDA_MEMCPY2D* p) { return p ? uint64_t(p->WidthInBytes) * p->Height : 0; }
 template <class D>
-uint64_t bytes_3d(const D* p) { return p ? uint64_t(p->WidthInBytes) * p->Height * p->Depth : 0; }
+uint64_t bytes_3d(const D* p) {
+  return p ? uint64_t(p->WidthInBytes) * p->Height * p->Depth : 0;
+}
 
 // ---- 1D copies ----
 using PFN_cpy = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
@@ -69,8 +74,8 @@ CUresult peer(const Binding& b, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, 
                         [&](PFN_peer f) { return f(dst, dc, src, sc, n); });
 }
 using PFN_peer_async = CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
-CUresult peer_async(const Binding& b, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc,
-                    size_t n, CUstream s) {
+CUresult peer_async(const Binding& b, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                    CUstream s) {
   return copy<PFN_peer_async>(b, s, true, {CopyKind::PtoP, n, src, dst, kDev, kDev},
                               [&](PFN_peer_async f) { return f(dst, dc, src, sc, n, s); });
 }
@@ -136,8 +141,8 @@ CUresult cpy3d_peer_async(const Binding& b, const CUDA_MEMCPY3D_PEER* p, CUstrea
 
 // ---- memsets ----
 template <class PFN, class Call>
-CUresult set(const Binding& b, CUstream s, bool async, uint64_t dst, uint64_t bytes, uint32_t value,
-             uint8_t elem, Call&& call) {
+CUresult set(const Binding& b, CUstream s, bool async, uint64_t dst, uint64_t bytes, uint32_t value, uint8_t elem,
+             Call&& call) {
   return traced_gpu_op<PFN>(
       b, RawKind::Memset, s, async ? kRawAsync : kRawBlocking,
       [&](RawRecord& r) {
@@ -160,14 +165,12 @@ CUresult setd_async(const Binding& b, CUdeviceptr p, T v, size_t n, CUstream s) 
 template <class T>
 CUresult setd2d(const Binding& b, CUdeviceptr p, size_t pitch, T v, size_t w, size_t h) {
   using PFN = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t);
-  return set<PFN>(b, nullptr, false, p, w * h * sizeof(T), v, sizeof(T),
-                  [&](PFN f) { return f(p, pitch, v, w, h); });
+  return set<PFN>(b, nullptr, false, p, w * h * sizeof(T), v, sizeof(T), [&](PFN f) { return f(p, pitch, v, w, h); });
 }
 template <class T>
 CUresult setd2d_async(const Binding& b, CUdeviceptr p, size_t pitch, T v, size_t w, size_t h, CUstream s) {
   using PFN = CUresult (*)(CUdeviceptr, size_t, T, size_t, size_t, CUstream);
-  return set<PFN>(b, s, true, p, w * h * sizeof(T), v, sizeof(T),
-                  [&](PFN f) { return f(p, pitch, v, w, h, s); });
+  return set<PFN>(b, s, true, p, w * h * sizeof(T), v, sizeof(T), [&](PFN f) { return f(p, pitch, v, w, h, s); });
 }
 
 using uc = unsigned char;
@@ -234,24 +237,21 @@ CUTRACE_FUNC_PT(f_dtod, PFN_cpy, dtod, "cuMemcpyDtoD", 3020, cuMemcpyDtoD_v2, cu
 CUTRACE_FUNC_PT(f_dtod_async, PFN_cpy_async, dtod_async, "cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2,
                 cuMemcpyDtoDAsync_v2_ptsz)
 CUTRACE_FUNC_PT(f_2d, PFN_2d, cpy2d, "cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds)
-CUTRACE_FUNC_PT(f_2du, PFN_2d, cpy2d, "cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2,
-                cuMemcpy2DUnaligned_v2_ptds)
+CUTRACE_FUNC_PT(f_2du, PFN_2d, cpy2d, "cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds)
 CUTRACE_FUNC_PT(f_2d_async, PFN_2d_async, cpy2d_async, "cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2,
                 cuMemcpy2DAsync_v2_ptsz)
 CUTRACE_FUNC_PT(f_3d, PFN_3d, cpy3d, "cuMemcpy3D", 3020, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds)
 CUTRACE_FUNC_PT(f_3d_async, PFN_3d_async, cpy3d_async, "cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2,
                 cuMemcpy3DAsync_v2_ptsz)
 CUTRACE_FUNC_PT(f_3d_peer, PFN_3d_peer, cpy3d_peer, "cuMemcpy3DPeer", 4000, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds)
-CUTRACE_FUNC_PT(f_3d_peer_async, PFN_3d_peer_async, cpy3d_peer_async, "cuMemcpy3DPeerAsync", 4000,
-                cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz)
+CUTRACE_FUNC_PT(f_3d_peer_async, PFN_3d_peer_async, cpy3d_peer_async, "cuMemcpy3DPeerAsync", 4000, cuMemcpy3DPeerAsync,
+                cuMemcpy3DPeerAsync_ptsz)
 CUTRACE_FUNC_PT(f_d8, PFN_d8, setd<uc>, "cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds)
 CUTRACE_FUNC_PT(f_d16, PFN_d16, setd<us>, "cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds)
 CUTRACE_FUNC_PT(f_d32, PFN_d32, setd<ui>, "cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds)
 CUTRACE_FUNC_PT(f_d8a, PFN_d8a, setd_async<uc>, "cuMemsetD8Async", 3020, cuMemsetD8Async, cuMemsetD8Async_ptsz)
-CUTRACE_FUNC_PT(f_d16a, PFN_d16a, setd_async<us>, "cuMemsetD16Async", 3020, cuMemsetD16Async,
-                cuMemsetD16Async_ptsz)
-CUTRACE_FUNC_PT(f_d32a, PFN_d32a, setd_async<ui>, "cuMemsetD32Async", 3020, cuMemsetD32Async,
-                cuMemsetD32Async_ptsz)
+CUTRACE_FUNC_PT(f_d16a, PFN_d16a, setd_async<us>, "cuMemsetD16Async", 3020, cuMemsetD16Async, cuMemsetD16Async_ptsz)
+CUTRACE_FUNC_PT(f_d32a, PFN_d32a, setd_async<ui>, "cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz)
 CUTRACE_FUNC_PT(f_2d8, PFN_2d8, setd2d<uc>, "cuMemsetD2D8", 3020, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds)
 CUTRACE_FUNC_PT(f_2d16, PFN_2d16, setd2d<us>, "cuMemsetD2D16", 3020, cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds)
 CUTRACE_FUNC_PT(f_2d32, PFN_2d32, setd2d<ui>, "cuMemsetD2D32", 3020, cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds)

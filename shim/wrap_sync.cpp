@@ -19,7 +19,8 @@ CUresult sync(const Binding& b, SyncKind kind, CUstream s, CUevent e, Call&& cal
   op.rec().sub = uint8_t(kind);
   op.rec().ev.event = e;
   if (blocks)
-    op.publish_sync(uint8_t(kind), kind == SyncKind::Event ? reinterpret_cast<uint64_t>(e) : reinterpret_cast<uint64_t>(s));
+    op.publish_sync(uint8_t(kind),
+                    kind == SyncKind::Event ? reinterpret_cast<uint64_t>(e) : reinterpret_cast<uint64_t>(s));
   return op.end(call(real));
 }
 
@@ -83,8 +84,8 @@ CUresult begin_capture_v1(const Binding& b, CUstream s) {
   capture_started(r);
   return r;
 }
-using PFN_begin_capture_graph = CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*,
-                                             size_t, CUstreamCaptureMode);
+using PFN_begin_capture_graph = CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                             CUstreamCaptureMode);
 CUresult begin_capture_graph(const Binding& b, CUstream s, CUgraph g, const CUgraphNode* deps,
                              const CUgraphEdgeData* data, size_t n, CUstreamCaptureMode mode) {
   CUresult r = b.fn<PFN_begin_capture_graph>()(s, g, deps, data, n, mode);
@@ -121,21 +122,19 @@ CUTRACE_FUNC(f_ctx_sync, PFN_ctx_sync, ctx_sync, "cuCtxSynchronize", 2000, cuCtx
 CUTRACE_FUNC(f_ctx_sync_v2, PFN_ctx_sync_v2, ctx_sync_v2, "cuCtxSynchronize", 13000, cuCtxSynchronize_v2)
 CUTRACE_FUNC_PT(f_stream_sync, PFN_stream, stream_sync, "cuStreamSynchronize", 2000, cuStreamSynchronize,
                 cuStreamSynchronize_ptsz)
-CUTRACE_FUNC_PT(f_stream_query, PFN_stream, stream_query, "cuStreamQuery", 2000, cuStreamQuery,
-                cuStreamQuery_ptsz)
+CUTRACE_FUNC_PT(f_stream_query, PFN_stream, stream_query, "cuStreamQuery", 2000, cuStreamQuery, cuStreamQuery_ptsz)
 CUTRACE_FUNC(f_event_sync, PFN_event, event_sync, "cuEventSynchronize", 2000, cuEventSynchronize)
 CUTRACE_FUNC(f_event_query, PFN_event, event_query, "cuEventQuery", 2000, cuEventQuery)
 CUTRACE_FUNC_PT(f_stream_wait, PFN_wait, stream_wait, "cuStreamWaitEvent", 3020, cuStreamWaitEvent,
                 cuStreamWaitEvent_ptsz)
-CUTRACE_FUNC_PT(f_event_record, PFN_record, event_record, "cuEventRecord", 2000, cuEventRecord,
-                cuEventRecord_ptsz)
+CUTRACE_FUNC_PT(f_event_record, PFN_record, event_record, "cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz)
 CUTRACE_FUNC_PT(f_event_record_flags, PFN_record_flags, event_record_flags, "cuEventRecordWithFlags", 11010,
                 cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz)
 CUTRACE_FUNC_PT(f_begin_capture, PFN_begin_capture, begin_capture, "cuStreamBeginCapture", 10010,
                 cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz)
 CUTRACE_FUNC_PT(f_begin_capture_v1, PFN_begin_capture_v1, begin_capture_v1, "cuStreamBeginCapture", 10000,
                 cuStreamBeginCapture, cuStreamBeginCapture_ptsz)
-CUTRACE_FUNC_PT(f_begin_capture_graph, PFN_begin_capture_graph, begin_capture_graph,
-                "cuStreamBeginCaptureToGraph", 12030, cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz)
+CUTRACE_FUNC_PT(f_begin_capture_graph, PFN_begin_capture_graph, begin_capture_graph, "cuStreamBeginCaptureToGraph",
+                12030, cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz)
 CUTRACE_FUNC_PT(f_end_capture, PFN_end_capture, end_capture, "cuStreamEndCapture", 10000, cuStreamEndCapture,
                 cuStreamEndCapture_ptsz)

@@ -75,9 +75,9 @@ class Lanes {
 
 // Prediction state shared by the encoder and the decoder; fresh for every block.
 struct State {
-  Lanes cpu;         // tid -> cpu_begin of its previous record
-  Lanes gpu;         // device << 32 | stream -> gpu_end of its previous timed operation
-  int64_t last_cpu;  // cpu_begin of the previous record with CPU times
+  Lanes cpu;                           // tid -> cpu_begin of its previous record
+  Lanes gpu;                           // device << 32 | stream -> gpu_end of its previous timed operation
+  int64_t last_cpu;                    // cpu_begin of the previous record with CPU times
   uint64_t prev[trace::kColumnCount];  // delta-coded columns: the previous value
   void reset() {
     cpu.clear();
@@ -308,9 +308,8 @@ struct Writer {
 
 const char* column_name(int column) {
   static const char* const names[trace::kColumnCount] = {
-      "tag",       "verbatim",     "corr",      "thread",       "stream",   "device",
-      "api",       "flags",        "result",    "cpu_begin",    "cpu_dur",  "gpu_start",
-      "gpu_dur",   "config",       "bytes",     "handle",       "small"};
+      "tag",       "verbatim", "corr",      "thread",  "stream", "device", "api",    "flags", "result",
+      "cpu_begin", "cpu_dur",  "gpu_start", "gpu_dur", "config", "bytes",  "handle", "small"};
   return column >= 0 && column < trace::kColumnCount ? names[column] : "?";
 }
 
@@ -463,8 +462,8 @@ struct Reader {
   void config(char* p) {
     uint64_t id = get(trace::kColConfig);
     if (id >= 1 && id <= configs->size() && (*configs)[id - 1].h.size != 0) {
-      copy_words<kConfigBytes>(p, reinterpret_cast<const char*>(&(*configs)[id - 1]) +
-                                      offsetof(trace::KernelConfigRec, name_id));
+      copy_words<kConfigBytes>(
+          p, reinterpret_cast<const char*>(&(*configs)[id - 1]) + offsetof(trace::KernelConfigRec, name_id));
     } else {
       copy_words<kConfigBytes>(p, nullptr);
       ++unresolved;  // its KernelConfig was in a lost block: name_id 0, zero dimensions
@@ -529,8 +528,7 @@ CT_FORCE_INLINE bool unpack_packed(Rd& rd, uint8_t tag, Output& out) {
     case T::Sync: return unpack_into<trace::SyncRec>(rd, T::Sync, out, code_sync<Rd>);
     case T::Memory: return unpack_into<trace::MemoryRec>(rd, T::Memory, out, code_memory<Rd>);
     case T::Api: return unpack_into<trace::ApiRec>(rd, T::Api, out, code_api<Rd>);
-    default:
-      return false;  // a packed type this reader does not know (packed_size() lists them)
+    default: return false;  // a packed type this reader does not know (packed_size() lists them)
   }
 }
 
@@ -601,8 +599,7 @@ bool BlockDecoder::unpack_records(const Cursor* cols, const char* payload_end, s
   return true;
 }
 
-bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size,
-                          ColumnSizes* sizes) {
+bool BlockDecoder::decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size, ColumnSizes* sizes) {
   Reader<true> rd;  // reads the column lengths
   Cursor head{reinterpret_cast<const uint8_t*>(payload), reinterpret_cast<const uint8_t*>(payload) + n};
   rd.col[0] = head;

@@ -106,8 +106,7 @@ class BlockDecoder {
   // unspecified state, when the payload is malformed (a column overruns, an unknown tag, the
   // result would exceed trace::kMaxBlockDecoded). Kernels whose config is unknown (its block was
   // lost) decode with name_id 0 and zero dimensions and are counted in unresolved().
-  bool decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size,
-              ColumnSizes* sizes = nullptr);
+  bool decode(const char* payload, size_t n, std::vector<char>* out, size_t* out_size, ColumnSizes* sizes = nullptr);
   void reset() {
     configs_.clear();
     unresolved_ = 0;
@@ -116,8 +115,7 @@ class BlockDecoder {
 
  private:
   template <bool kChecked>
-  bool unpack_records(const ColumnCursor* cols, const char* payload_end, std::vector<char>* out,
-                      size_t* out_size);
+  bool unpack_records(const ColumnCursor* cols, const char* payload_end, std::vector<char>* out, size_t* out_size);
 
   std::vector<trace::KernelConfigRec> configs_;  // index id - 1; h.size 0 = not (yet) defined
   uint64_t unresolved_ = 0;

@@ -26,11 +26,11 @@ namespace cutrace::trace {
 inline constexpr char kFileMagic[8] = {'C', 'U', 'T', 'R', 'A', 'C', 'E', '\0'};
 // 1.1: Range and Mark records. 1.2: Module, Stack, OpStack (call stacks). 2.0: packed block
 // payloads (kernels ~100 B -> ~10 B on disk).
-inline constexpr uint16_t kVersionMajor = 2;  // readers refuse a larger major
-inline constexpr uint16_t kVersionMinor = 0;  // readers accept any minor (unknown records skipped)
-inline constexpr uint32_t kBlockMagic = 0x4B4C4243;  // bytes "CBLK"
-inline constexpr uint32_t kMaxBlockRaw = 1u << 20;   // writers never exceed 1 MiB raw per block
-inline constexpr uint32_t kMaxBlockDecoded = 4u << 20;  // a packed block unpacks to at most 4 MiB
+inline constexpr uint16_t kVersionMajor = 2;             // readers refuse a larger major
+inline constexpr uint16_t kVersionMinor = 0;             // readers accept any minor (unknown records skipped)
+inline constexpr uint32_t kBlockMagic = 0x4B4C4243;      // bytes "CBLK"
+inline constexpr uint32_t kMaxBlockRaw = 1u << 20;       // writers never exceed 1 MiB raw per block
+inline constexpr uint32_t kMaxBlockDecoded = 4u << 20;   // a packed block unpacks to at most 4 MiB
 inline constexpr uint32_t kMaxKernelConfigs = 1u << 16;  // more distinct configs: kernels verbatim
 inline constexpr uint32_t kBlockTargetRaw = 256u << 10;  // TraceWriter flushes before exceeding this
 inline constexpr uint32_t kMaxStringBytes = 65000;       // longer strings are truncated by the writer
@@ -55,20 +55,20 @@ struct BlockHeader {
 static_assert(sizeof(BlockHeader) == 24);
 
 enum class RecType : uint16_t {
-  String = 1,     // StringRec + bytes (not NUL-terminated)
-  Meta = 2,       // key/value strings about the process (see docs/FORMAT.md for keys)
-  ApiName = 3,    // api id -> name string id
-  Thread = 4,     // OS thread id -> name
-  Device = 5,     // one per GPU used
-  Stream = 6,     // stream id -> handle, device
+  String = 1,   // StringRec + bytes (not NUL-terminated)
+  Meta = 2,     // key/value strings about the process (see docs/FORMAT.md for keys)
+  ApiName = 3,  // api id -> name string id
+  Thread = 4,   // OS thread id -> name
+  Device = 5,   // one per GPU used
+  Stream = 6,   // stream id -> handle, device
   Kernel = 10,
   Memcpy = 11,
   Memset = 12,
   Sync = 13,
   Memory = 14,
-  Api = 15,       // any other traced driver call (event record, stream wait, errors, ...)
-  Range = 16,     // an NVTX range or a cutrace Python annotation, with its GPU projection
-  Mark = 17,      // an NVTX mark (instant)
+  Api = 15,    // any other traced driver call (event record, stream wait, errors, ...)
+  Range = 16,  // an NVTX range or a cutrace Python annotation, with its GPU projection
+  Mark = 17,   // an NVTX mark (instant)
   CpuSample = 20,
   GpuSample = 21,
   ClockSync = 30,
@@ -76,11 +76,11 @@ enum class RecType : uint16_t {
   Window = 32,
   End = 33,
   KernelConfig = 34,  // 2.x: a kernel launch configuration, written once per file (packed blocks)
-  Loss = 35,      // 2.x: records not captured on one thread in an interval, by kind (LossRec)
+  Loss = 35,          // 2.x: records not captured on one thread in an interval, by kind (LossRec)
   // 36-39: reserved
-  Module = 40,    // a loaded ELF object that backtrace frames point into
-  Stack = 41,     // an interned call stack: frames as (module, offset)
-  OpStack = 42,   // links an operation (by corr) to the call stack that issued it
+  Module = 40,   // a loaded ELF object that backtrace frames point into
+  Stack = 41,    // an interned call stack: frames as (module, offset)
+  OpStack = 42,  // links an operation (by corr) to the call stack that issued it
 };
 
 struct RecHeader {
@@ -153,7 +153,7 @@ enum OpFlags : uint16_t {
   kOpError = 1 << 3,          // the driver returned an error (result != 0)
   kOpAsync = 1 << 4,          // memcpy/memset: *Async API
   kOpPerThreadStream = 1 << 5,
-  kOpNotSampled = 1 << 6,     // no GPU time by design: issued outside the GPU-timing sample (gpu_sample meta)
+  kOpNotSampled = 1 << 6,  // no GPU time by design: issued outside the GPU-timing sample (gpu_sample meta)
   // A graph launch whose replay's operations follow it as records flagged GraphNode (CUPTI
   // timing): those carry the GPU work; this record stays the launch call (and the replay's span).
   kOpGraphNodes = 1 << 7,
@@ -171,18 +171,18 @@ inline bool is_call(uint16_t flags) { return !(flags & kOpGraphNode); }
 inline bool is_gpu_work(uint16_t flags) { return !(flags & kOpGraphNodes); }
 
 struct OpCommon {
-  uint64_t corr;       // correlation id: links launch to execution; unique per file but for a graph replay's nodes
-  int64_t cpu_begin;   // ns, host call entry
-  int64_t cpu_end;     // ns, host call return
-  int64_t gpu_start;   // ns (host clock), 0 = unknown
-  int64_t gpu_end;     // ns (host clock), 0 = unknown
-  uint32_t tid;        // OS thread id of the caller
-  uint32_t stream;     // stream id (StreamRec)
+  uint64_t corr;      // correlation id: links launch to execution; unique per file but for a graph replay's nodes
+  int64_t cpu_begin;  // ns, host call entry
+  int64_t cpu_end;    // ns, host call return
+  int64_t gpu_start;  // ns (host clock), 0 = unknown
+  int64_t gpu_end;    // ns (host clock), 0 = unknown
+  uint32_t tid;       // OS thread id of the caller
+  uint32_t stream;    // stream id (StreamRec)
   uint16_t device;
-  uint16_t api;        // api id (ApiNameRec)
-  uint16_t flags;      // OpFlags
+  uint16_t api;    // api id (ApiNameRec)
+  uint16_t flags;  // OpFlags
   uint16_t pad;
-  int32_t result;      // CUresult returned to the application
+  int32_t result;  // CUresult returned to the application
 };
 static_assert(sizeof(OpCommon) == 60);
 
@@ -270,10 +270,10 @@ struct MemsetRec {
 static_assert(sizeof(MemsetRec) == 4 + 60 + 16);
 
 enum class SyncKind : uint8_t {
-  Context = 1,      // cuCtxSynchronize
-  Stream = 2,       // cuStreamSynchronize
-  Event = 3,        // cuEventSynchronize
-  StreamWait = 4,   // cuStreamWaitEvent (GPU-side wait; CPU time is the call only)
+  Context = 1,     // cuCtxSynchronize
+  Stream = 2,      // cuStreamSynchronize
+  Event = 3,       // cuEventSynchronize
+  StreamWait = 4,  // cuStreamWaitEvent (GPU-side wait; CPU time is the call only)
   StreamQuery = 5,
   EventQuery = 6,
 };
@@ -287,13 +287,13 @@ struct SyncRec {
   RecHeader h;
   int64_t cpu_begin;
   int64_t cpu_end;
-  uint64_t event;    // CUevent handle, if any
+  uint64_t event;  // CUevent handle, if any
   uint32_t tid;
-  uint32_t stream;   // stream id, if any
+  uint32_t stream;  // stream id, if any
   uint16_t device;
   uint16_t api;
   int32_t result;
-  uint8_t kind;      // SyncKind
+  uint8_t kind;  // SyncKind
   uint8_t pad[3];
   uint64_t corr;
 };
@@ -308,9 +308,9 @@ struct MemoryRec {
   int64_t cpu_begin;
   int64_t cpu_end;
   uint64_t address;
-  uint64_t bytes;    // 0 for Free when unknown: match the address of the Alloc
+  uint64_t bytes;  // 0 for Free when unknown: match the address of the Alloc
   uint32_t tid;
-  uint32_t stream;   // for async (stream-ordered) allocations
+  uint32_t stream;  // for async (stream-ordered) allocations
   uint16_t device;
   uint16_t api;
   int32_t result;
@@ -325,7 +325,7 @@ struct ApiRec {
   int64_t cpu_begin;
   int64_t cpu_end;
   uint64_t corr;
-  uint64_t arg;      // main handle argument (event for cuEventRecord, ...)
+  uint64_t arg;  // main handle argument (event for cuEventRecord, ...)
   uint32_t tid;
   uint32_t stream;
   uint16_t api;
@@ -344,19 +344,19 @@ struct RangeRec {
   RecHeader h;
   int64_t cpu_begin;
   int64_t cpu_end;
-  int64_t gpu_start;   // GPU projection: earliest start of the GPU work launched inside the range
-  int64_t gpu_end;     // ... latest end; both 0 when no timed GPU work was launched inside
-  uint64_t id;         // unique per file (start/end ranges: NVTX's range id)
-  uint32_t tid;        // thread that opened the range
-  uint32_t end_tid;    // thread that closed it (start/end ranges may end elsewhere)
+  int64_t gpu_start;  // GPU projection: earliest start of the GPU work launched inside the range
+  int64_t gpu_end;    // ... latest end; both 0 when no timed GPU work was launched inside
+  uint64_t id;        // unique per file (start/end ranges: NVTX's range id)
+  uint32_t tid;       // thread that opened the range
+  uint32_t end_tid;   // thread that closed it (start/end ranges may end elsewhere)
   uint32_t name_id;
   uint32_t domain_id;  // string id of the NVTX domain name, 0 = the default domain
   uint32_t category;
-  uint32_t color;      // ARGB, 0 = none
-  uint32_t gpu_ops;    // GPU operations launched inside
-  uint16_t depth;      // push/pop nesting depth on its thread (0 = outermost)
-  uint8_t kind;        // RangeKind
-  uint8_t source;      // RangeSource
+  uint32_t color;    // ARGB, 0 = none
+  uint32_t gpu_ops;  // GPU operations launched inside
+  uint16_t depth;    // push/pop nesting depth on its thread (0 = outermost)
+  uint8_t kind;      // RangeKind
+  uint8_t source;    // RangeSource
 };
 static_assert(sizeof(RangeRec) == 4 + 8 * 5 + 4 * 7 + 2 + 1 + 1);
 inline RangeKind range_kind(const RangeRec& g) { return RangeKind(g.kind & ~kRangeOpen); }
@@ -420,16 +420,16 @@ static_assert(sizeof(DroppedRec) == 28);
 
 // What a LossRec counts: the records of the trace that are missing, by the record they would be.
 enum LossKind : uint8_t {
-  kLossKernel = 0,      // Kernel records (launches, graph replays)
+  kLossKernel = 0,  // Kernel records (launches, graph replays)
   kLossMemcpy = 1,
   kLossMemset = 2,
-  kLossSync = 3,        // Sync records (synchronisations, queries, stream waits)
+  kLossSync = 3,  // Sync records (synchronisations, queries, stream waits)
   kLossMemory = 4,
   kLossApi = 5,         // Api records (event records)
   kLossRangeBegin = 6,  // ranges whose push or start was not captured: the range is missing
   kLossRangeEnd = 7,    // pops/ends not captured: the range's end is missing
   kLossMark = 8,
-  kLossOther = 9,       // thread names, window edges, context changes
+  kLossOther = 9,  // thread names, window edges, context changes
   kLossKinds = 10,
 };
 
@@ -456,9 +456,9 @@ enum class WindowEdge : uint8_t { Begin = 1, End = 2 };
 struct WindowRec {
   RecHeader h;
   int64_t ts;
-  uint32_t index;    // 0,1,2,... per file
+  uint32_t index;      // 0,1,2,... per file
   uint32_t reason_id;  // string: "process", "cudaProfilerApi", "nvtx:step_*", "signal", ...
-  uint8_t edge;      // WindowEdge
+  uint8_t edge;        // WindowEdge
   uint8_t pad[3];
 };
 static_assert(sizeof(WindowRec) == 24);
@@ -473,9 +473,9 @@ struct EndRec {
 static_assert(sizeof(EndRec) == 32);
 
 enum EndFlags : uint32_t {
-  kEndClean = 1 << 0,      // normal shutdown
-  kEndSignal = 1 << 1,     // flushed from a fatal-signal handler
-  kEndWriteError = 1 << 2, // a write failed earlier: blocks are missing
+  kEndClean = 1 << 0,       // normal shutdown
+  kEndSignal = 1 << 1,      // flushed from a fatal-signal handler
+  kEndWriteError = 1 << 2,  // a write failed earlier: blocks are missing
 };
 
 // Call stacks (CUTRACE_BACKTRACE). Module and Stack records are interned: each is written once,
@@ -523,8 +523,7 @@ static_assert(sizeof(OpStackRec) == 20);
 // XXH32 with seed 0 (the xxHash 32-bit algorithm, as in the LZ4 frame format): the block
 // checksum. About 7 GB/s on one core, where byte-serial FNV-1a manages under 1 GB/s.
 namespace xxh32_detail {
-inline constexpr uint32_t kP1 = 0x9E3779B1u, kP2 = 0x85EBCA77u, kP3 = 0xC2B2AE3Du,
-                          kP4 = 0x27D4EB2Fu, kP5 = 0x165667B1u;
+inline constexpr uint32_t kP1 = 0x9E3779B1u, kP2 = 0x85EBCA77u, kP3 = 0xC2B2AE3Du, kP4 = 0x27D4EB2Fu, kP5 = 0x165667B1u;
 inline uint32_t rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 inline uint32_t read32(const unsigned char* p) {  // little-endian hosts only, like the format
   uint32_t v;

@@ -168,8 +168,8 @@ bool find_source(const std::string& path, Source* out, std::string* err) {
   return true;
 }
 
-bool write_job_file(const std::string& out, const std::vector<Member>& members,
-                    const std::vector<Source>& sources, const Props& job_props, std::string* err) {
+bool write_job_file(const std::string& out, const std::vector<Member>& members, const std::vector<Source>& sources,
+                    const Props& job_props, std::string* err) {
   auto fail = [&](const std::string& why) {
     if (err) *err = why;
     return false;
@@ -205,7 +205,8 @@ bool write_job_file(const std::string& out, const std::vector<Member>& members,
     pos += sizes[i];
   }
   std::string idx = index(offsets);
-  if (idx.size() > kMaxIndex) return fail("the index of " + out + " would exceed " + std::to_string(kMaxIndex) + " bytes");
+  if (idx.size() > kMaxIndex)
+    return fail("the index of " + out + " would exceed " + std::to_string(kMaxIndex) + " bytes");
   Header h{};
   memcpy(h.magic, kMagic, sizeof kMagic);
   h.version_major = kVersionMajor;
@@ -230,7 +231,8 @@ bool write_job_file(const std::string& out, const std::vector<Member>& members,
   std::vector<char> buf(1 << 20);
   for (size_t i = 0; i < members.size(); ++i) {
     static const char zeros[8] = {};
-    if (!write_all(o.fd, zeros, size_t(offsets[i] - written))) return abandon("cannot write " + tmp + ": " + strerror(errno));
+    if (!write_all(o.fd, zeros, size_t(offsets[i] - written)))
+      return abandon("cannot write " + tmp + ": " + strerror(errno));
     written = offsets[i];
     Fd in;
     const std::string& src = sources[i].file;
@@ -252,7 +254,8 @@ bool write_job_file(const std::string& out, const std::vector<Member>& members,
     return abandon("cannot write " + tmp + ": " + strerror(errno));
   }
   o.fd = -1;
-  if (::rename(tmp.c_str(), out.c_str()) != 0) return abandon("cannot rename " + tmp + " to " + out + ": " + strerror(errno));
+  if (::rename(tmp.c_str(), out.c_str()) != 0)
+    return abandon("cannot rename " + tmp + " to " + out + ": " + strerror(errno));
   return true;
 }
 

@@ -21,14 +21,14 @@ struct Header {  // at offset 0
   char magic[8];
   uint16_t version_major;
   uint16_t version_minor;
-  uint32_t header_size;   // sizeof(Header)
-  uint32_t index_size;    // bytes of the index, right after the header
+  uint32_t header_size;     // sizeof(Header)
+  uint32_t index_size;      // bytes of the index, right after the header
   uint32_t index_checksum;  // xxh32 (seed 0) of those bytes
   uint32_t members;
   uint32_t pad;
 };
 static_assert(sizeof(Header) == 32);
-struct MemberHead {  // in the index, once per member, followed by its name and properties
+struct MemberHead {      // in the index, once per member, followed by its name and properties
   uint64_t data_offset;  // from the start of the file; the member's trace file bytes start here
   uint64_t data_size;
   int64_t clock_offset_ns;  // common ns = the member's CLOCK_MONOTONIC ns + clock_offset_ns
@@ -51,7 +51,7 @@ struct Member {
 struct Index {
   uint16_t version_major = 0, version_minor = 0;
   std::vector<Member> members;
-  Props props;  // the job's: after the last member, up to the end of the index
+  Props props;                                        // the job's: after the last member, up to the end of the index
   std::string_view prop(std::string_view key) const;  // "" if absent (the first of that key)
 };
 
@@ -73,7 +73,7 @@ bool find_source(const std::string& path, Source* out, std::string* err);
 // Writes the job file `out` from `members` (their bytes copied from `sources`, one each, in
 // order): the index first, each member's bytes at an 8-aligned offset. Written to a temporary
 // name and renamed, so that a failed merge leaves no partial file.
-bool write_job_file(const std::string& out, const std::vector<Member>& members,
-                    const std::vector<Source>& sources, const Props& job_props, std::string* err);
+bool write_job_file(const std::string& out, const std::vector<Member>& members, const std::vector<Source>& sources,
+                    const Props& job_props, std::string* err);
 
 }  // namespace cutrace::job

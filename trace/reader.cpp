@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
 #include <iterator>
 
 namespace cutrace {
@@ -26,8 +26,7 @@ constexpr char kBlockMagicBytes[4] = {'C', 'B', 'L', 'K'};
 static_assert(trace::kBlockMagic == ('C' | 'B' << 8 | 'L' << 16 | uint32_t('K') << 24));
 
 bool plausible(const trace::BlockHeader& h) {
-  return h.magic == trace::kBlockMagic && h.raw_size <= trace::kMaxBlockRaw &&
-         h.compressed_size > 0 &&
+  return h.magic == trace::kBlockMagic && h.raw_size <= trace::kMaxBlockRaw && h.compressed_size > 0 &&
          h.compressed_size <= uint32_t(LZ4_compressBound(int(trace::kMaxBlockRaw)));
 }
 
@@ -58,7 +57,9 @@ bool ByteSource::open_file(const std::string& path, std::string* err) {
   struct stat st {};
   fd_ = open_regular(path.c_str(), 0, &st);  // a FIFO or device named like a trace must not block
   if (fd_ < 0) {
-    if (err) *err = "cannot open " + path + ": " + (errno == EINVAL && is_dir(path) ? "is a directory" : open_regular_error(errno));
+    if (err)
+      *err = "cannot open " + path + ": " +
+             (errno == EINVAL && is_dir(path) ? "is a directory" : open_regular_error(errno));
     close();
     return false;
   }
@@ -204,8 +205,7 @@ bool TraceReader::open_source(std::string* err) {
     return fail("not a cutrace trace (bad magic)");
   }
   if (n < sizeof h) {
-    return fail("truncated header (" + std::to_string(n) + " of " + std::to_string(sizeof h) +
-                " bytes)");
+    return fail("truncated header (" + std::to_string(n) + " of " + std::to_string(sizeof h) + " bytes)");
   }
   memcpy(&h, src_.data(), sizeof h);
   std::string version = std::to_string(h.version_major) + "." + std::to_string(h.version_minor);
@@ -242,8 +242,7 @@ bool TraceReader::next_block() {
 #endif
     if (version_major_ >= 2) {
       uint64_t unresolved = decoder_.unresolved();
-      if (!decoder_.decode(block_.raw.data(), block_.size, &block_.records, &block_.records_size,
-                           &status_.columns)) {
+      if (!decoder_.decode(block_.raw.data(), block_.size, &block_.records, &block_.records_size, &status_.columns)) {
         ++status_.bad_blocks;  // intact but not a packed payload this reader understands
         continue;
       }
@@ -289,8 +288,7 @@ bool TraceReader::read_block() {
     }
     // codec::kDecodePadding: the packed decoder may read that far past the payload (2.x).
     if (b.raw.size() < h.raw_size + codec::kDecodePadding) b.raw.resize(h.raw_size + codec::kDecodePadding);
-    int got = LZ4_decompress_safe(src_.data() + sizeof h, b.raw.data(), int(h.compressed_size),
-                                  int(h.raw_size));
+    int got = LZ4_decompress_safe(src_.data() + sizeof h, b.raw.data(), int(h.compressed_size), int(h.raw_size));
     if (got < 0 || uint32_t(got) != h.raw_size) {
       ++status_.bad_blocks;
       resync();
@@ -369,9 +367,7 @@ void TraceReader::absorb(const char* p, uint16_t type) {
     case trace::RecType::ClockSync:
       if (clock_sync_.h.size == 0) clock_sync_ = rec.as<trace::ClockSyncRec>();
       break;
-    case trace::RecType::Dropped:
-      status_.dropped += rec.as<trace::DroppedRec>().count;
-      break;
+    case trace::RecType::Dropped: status_.dropped += rec.as<trace::DroppedRec>().count; break;
     case trace::RecType::Loss: {
       const trace::LossRec& l = rec.as<trace::LossRec>();
       for (int k = 0; k < trace::kLossKinds; ++k) {
@@ -385,8 +381,7 @@ void TraceReader::absorb(const char* p, uint16_t type) {
       status_.complete = true;
       status_.end = rec.as<trace::EndRec>();
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -435,24 +430,35 @@ struct TypeName {
   const char* name;
 };
 constexpr TypeName kTypeNames[] = {
-    {trace::RecType::String, "String"},       {trace::RecType::Meta, "Meta"},
-    {trace::RecType::ApiName, "ApiName"},     {trace::RecType::Thread, "Thread"},
-    {trace::RecType::Device, "Device"},       {trace::RecType::Stream, "Stream"},
-    {trace::RecType::Kernel, "Kernel"},       {trace::RecType::Memcpy, "Memcpy"},
-    {trace::RecType::Memset, "Memset"},       {trace::RecType::Sync, "Sync"},
-    {trace::RecType::Memory, "Memory"},       {trace::RecType::Api, "Api"},
-    {trace::RecType::CpuSample, "CpuSample"}, {trace::RecType::GpuSample, "GpuSample"},
-    {trace::RecType::ClockSync, "ClockSync"}, {trace::RecType::Dropped, "Dropped"}, {trace::RecType::Loss, "Loss"},
-    {trace::RecType::Window, "Window"},       {trace::RecType::End, "End"},
-    {trace::RecType::Range, "Range"},         {trace::RecType::Mark, "Mark"},
-    {trace::RecType::Module, "Module"},       {trace::RecType::Stack, "Stack"},
+    {trace::RecType::String, "String"},
+    {trace::RecType::Meta, "Meta"},
+    {trace::RecType::ApiName, "ApiName"},
+    {trace::RecType::Thread, "Thread"},
+    {trace::RecType::Device, "Device"},
+    {trace::RecType::Stream, "Stream"},
+    {trace::RecType::Kernel, "Kernel"},
+    {trace::RecType::Memcpy, "Memcpy"},
+    {trace::RecType::Memset, "Memset"},
+    {trace::RecType::Sync, "Sync"},
+    {trace::RecType::Memory, "Memory"},
+    {trace::RecType::Api, "Api"},
+    {trace::RecType::CpuSample, "CpuSample"},
+    {trace::RecType::GpuSample, "GpuSample"},
+    {trace::RecType::ClockSync, "ClockSync"},
+    {trace::RecType::Dropped, "Dropped"},
+    {trace::RecType::Loss, "Loss"},
+    {trace::RecType::Window, "Window"},
+    {trace::RecType::End, "End"},
+    {trace::RecType::Range, "Range"},
+    {trace::RecType::Mark, "Mark"},
+    {trace::RecType::Module, "Module"},
+    {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -470,10 +476,8 @@ bool is_metadata(trace::RecType t) {
     case trace::RecType::Thread:
     case trace::RecType::Device:
     case trace::RecType::Stream:
-    case trace::RecType::ClockSync:
-      return true;
-    default:
-      return false;
+    case trace::RecType::ClockSync: return true;
+    default: return false;
   }
 }
 
@@ -500,8 +504,7 @@ const char* copy_kind_name(uint8_t kind) {
 }
 
 const char* mem_kind_name(uint8_t kind) {
-  static const char* const names[] = {"unknown", "pageable", "pinned",
-                                      "device",  "managed",  "array"};
+  static const char* const names[] = {"unknown", "pageable", "pinned", "device", "managed", "array"};
   return pick(names, std::size(names), kind, "unknown");
 }
 
@@ -594,7 +597,6 @@ std::vector<std::string> list_trace_files(const std::string& dir_or_file) {
   return out;
 }
 
-TraceSet::TraceSet(const std::string& dir_or_file)
-    : where_(dir_or_file), files_(list_trace_files(dir_or_file)) {}
+TraceSet::TraceSet(const std::string& dir_or_file) : where_(dir_or_file), files_(list_trace_files(dir_or_file)) {}
 
 }  // namespace cutrace

@@ -42,8 +42,7 @@ class Record {
   }
   // Bytes after a fixed part of `fixed_size` bytes (String text, CpuSample core values).
   std::string_view tail(size_t fixed_size) const {
-    return size() > fixed_size ? std::string_view(p_ + fixed_size, size() - fixed_size)
-                               : std::string_view();
+    return size() > fixed_size ? std::string_view(p_ + fixed_size, size() - fixed_size) : std::string_view();
   }
 
  private:
@@ -56,22 +55,22 @@ class Record {
 };
 
 struct ReadStatus {
-  uint64_t blocks = 0;          // blocks decoded and verified
-  uint64_t bad_blocks = 0;      // damaged blocks skipped (resynchronised on the next block magic)
-  uint64_t seq_gaps = 0;        // places where the block sequence jumps
-  uint64_t missing_blocks = 0;  // sequence numbers absent from the file
-  uint64_t records = 0;         // records handed to the visitor
-  uint64_t bad_records = 0;     // malformed records skipped (too short, past the block end)
-  uint64_t trailing_bytes = 0;  // bytes of an incomplete last block (file cut while writing)
-  uint64_t dropped = 0;         // sum of Loss (and 1.x Dropped) records (End.dropped: the writer's total)
+  uint64_t blocks = 0;                    // blocks decoded and verified
+  uint64_t bad_blocks = 0;                // damaged blocks skipped (resynchronised on the next block magic)
+  uint64_t seq_gaps = 0;                  // places where the block sequence jumps
+  uint64_t missing_blocks = 0;            // sequence numbers absent from the file
+  uint64_t records = 0;                   // records handed to the visitor
+  uint64_t bad_records = 0;               // malformed records skipped (too short, past the block end)
+  uint64_t trailing_bytes = 0;            // bytes of an incomplete last block (file cut while writing)
+  uint64_t dropped = 0;                   // sum of Loss (and 1.x Dropped) records (End.dropped: the writer's total)
   uint64_t lost[trace::kLossKinds] = {};  // Loss records' counts by kind (none for Dropped records)
   std::vector<trace::LossRec> losses;     // every Loss record: the intervals where records are missing
-  uint64_t unresolved_configs = 0;  // 2.x: kernels whose KernelConfig was in a lost block
-  uint64_t payload_bytes = 0;   // decompressed payload bytes of the good blocks
-  uint64_t compressed_bytes = 0;  // their block headers and compressed bytes, as on disk
-  codec::ColumnSizes columns;   // 2.x: packed bytes per column, summed over the good blocks
-  bool complete = false;        // End record seen; false: truncated (process killed, ...)
-  trace::EndRec end{};            // valid when complete
+  uint64_t unresolved_configs = 0;        // 2.x: kernels whose KernelConfig was in a lost block
+  uint64_t payload_bytes = 0;             // decompressed payload bytes of the good blocks
+  uint64_t compressed_bytes = 0;          // their block headers and compressed bytes, as on disk
+  codec::ColumnSizes columns;             // 2.x: packed bytes per column, summed over the good blocks
+  bool complete = false;                  // End record seen; false: truncated (process killed, ...)
+  trace::EndRec end{};                    // valid when complete
 };
 
 // Reads a file, or bytes in memory, a window at a time.
@@ -98,8 +97,8 @@ class ByteSource {
  private:
   int fd_ = -1;
   const char* mem_ = nullptr;  // memory mode
-  uint64_t base_ = 0;  // file offset of byte 0 (a member of a merged job file)
-  bool ranged_ = false;  // a member: reads stop at size_
+  uint64_t base_ = 0;          // file offset of byte 0 (a member of a merged job file)
+  bool ranged_ = false;        // a member: reads stop at size_
   uint64_t size_ = 0;
   uint64_t pos_ = 0;  // file offset of cur_
   const char* cur_ = nullptr;
@@ -130,8 +129,8 @@ class TraceReader {
   const ReadStatus& status() const { return status_; }
   const std::string& error() const { return src_.error(); }
 
-  std::string_view str(uint32_t id) const;       // "" for 0, "(unknown string)" if absent
-  std::string_view api_name(uint16_t api) const;  // "(unknown api)" if absent
+  std::string_view str(uint32_t id) const;            // "" for 0, "(unknown string)" if absent
+  std::string_view api_name(uint16_t api) const;      // "(unknown api)" if absent
   std::string_view meta(std::string_view key) const;  // "" if absent
   // A decimal Meta value (pid, rank, world_size, ...); `fallback` if absent or not a number.
   int64_t meta_int(std::string_view key, int64_t fallback) const;
@@ -144,7 +143,7 @@ class TraceReader {
 
  private:
   struct Block {
-    std::vector<char> raw;      // the decompressed payload
+    std::vector<char> raw;  // the decompressed payload
     uint32_t size = 0;
     uint32_t checksum = 0;
     uint64_t seq = 0;
@@ -157,7 +156,7 @@ class TraceReader {
   bool open_source(std::string* err);
   bool next_block();  // decodes and verifies the next good block into block_; false at the end
   bool read_block();  // decodes the next block frame into block_; false at the end of data
-  bool resync();  // skips a damaged block: scans for the next block magic; false at end of data
+  bool resync();      // skips a damaged block: scans for the next block magic; false at end of data
   void count_seq(uint64_t seq);
   void absorb(const char* rec, uint16_t type);  // metadata, drops and End bookkeeping
   void set_meta(std::string_view key, std::string_view value);

@@ -120,8 +120,7 @@ void TraceWriter::append(const void* rec) {
   if (char* dst = reserve(size)) std::memcpy(dst, rec, size);
 }
 
-void TraceWriter::append_var(const void* fixed, size_t fixed_size, const void* tail,
-                             size_t tail_size) {
+void TraceWriter::append_var(const void* fixed, size_t fixed_size, const void* tail, size_t tail_size) {
   if (fixed_size < sizeof(trace::RecHeader) || fixed_size > kMaxRecordSize) return;
   tail_size = std::min(tail_size, kMaxRecordSize - fixed_size);
   char* dst = reserve(fixed_size + tail_size);
@@ -146,8 +145,7 @@ bool TraceWriter::flush() {
   const int raw_size = static_cast<int>(payload_size);
   out_.resize(sizeof(trace::BlockHeader) + LZ4_compressBound(raw_size));
   char* body = out_.data() + sizeof(trace::BlockHeader);
-  int csize = LZ4_compress_default(payload, body, raw_size,
-                                   static_cast<int>(out_.size() - sizeof(trace::BlockHeader)));
+  int csize = LZ4_compress_default(payload, body, raw_size, static_cast<int>(out_.size() - sizeof(trace::BlockHeader)));
   if (csize <= 0) {
     fail("LZ4 compression failed");
     return false;

@@ -54,7 +54,7 @@ class TraceWriter {
   // The tail is cut so that the record stays within 65535 bytes.
   void append_var(const void* fixed, size_t fixed_size, const void* tail, size_t tail_size);
 
-  bool flush();  // compress and write the pending block, if any
+  bool flush();                                            // compress and write the pending block, if any
   bool close(uint64_t dropped_total, uint32_t end_flags);  // End record, flush, close
 
   uint64_t records() const { return records_; }
@@ -63,7 +63,7 @@ class TraceWriter {
   const std::string& error() const { return error_; }
 
  private:
-  bool start();  // writes the FileHeader
+  bool start();             // writes the FileHeader
   char* reserve(size_t n);  // room for one record in the raw block, or nullptr when discarding
   bool write_out(const char* p, size_t n);
   void fail(std::string msg);
@@ -77,9 +77,9 @@ class TraceWriter {
   bool v1_ = false;
   std::string error_;
 
-  std::vector<char> raw_;   // pending records
+  std::vector<char> raw_;     // pending records
   std::vector<char> packed_;  // the pending records, packed
-  std::vector<char> out_;   // BlockHeader + compressed bytes
+  std::vector<char> out_;     // BlockHeader + compressed bytes
   codec::BlockEncoder encoder_;
   uint64_t seq_ = 0;
   uint64_t records_ = 0;

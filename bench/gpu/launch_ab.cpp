@@ -50,13 +50,13 @@ const char kPtx[] = R"(.version 8.0
 .visible .entry noop() { ret; }
 )";
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    CUresult r_ = (x);                                                             \
-    if (r_ != CUDA_SUCCESS) {                                                      \
+#define CHECK(x)                                                                 \
+  do {                                                                           \
+    CUresult r_ = (x);                                                           \
+    if (r_ != CUDA_SUCCESS) {                                                    \
       fprintf(stderr, "launch_ab: %s failed: %d (line %d)\n", #x, r_, __LINE__); \
-      exit(1);                                                                     \
-    }                                                                              \
+      exit(1);                                                                   \
+    }                                                                            \
   } while (0)
 
 int64_t ns(clockid_t c) {
@@ -148,11 +148,9 @@ void raw_cupti_init(const std::string& attrs) {
   auto has = [&](const char* a) { return attrs.find(a) != std::string::npos; };
   uint8_t one = 1, zero = 0;
   size_t sz = 1;
-  if (has("pinned") &&
-      c.set_attr(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &sz, &one) != CUPTI_SUCCESS)
+  if (has("pinned") && c.set_attr(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &sz, &one) != CUPTI_SUCCESS)
     fprintf(stderr, "launch_ab: CUPTI refused pinned buffers\n"), exit(1);
-  if (has("shared") &&
-      c.set_attr(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &zero) != CUPTI_SUCCESS)
+  if (has("shared") && c.set_attr(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &sz, &zero) != CUPTI_SUCCESS)
     fprintf(stderr, "launch_ab: CUPTI refused a shared activity buffer\n"), exit(1);
   c.kinds = has("kinds");
   c.finalize_each = has("finalize");
@@ -170,7 +168,8 @@ int main(int argc, char** argv) {
   int pre = 20, cycles = 60, block = 2000, nstreams = 4, tail = 0, tail_gap_ms = 1000;
   bool gpu = false;
   for (int i = 1; i < argc; i += 2) {
-    if (i + 1 == argc && strcmp(argv[i], "--gpu") != 0) fprintf(stderr, "launch_ab: %s needs a value\n", argv[i]), exit(2);
+    if (i + 1 == argc && strcmp(argv[i], "--gpu") != 0)
+      fprintf(stderr, "launch_ab: %s needs a value\n", argv[i]), exit(2);
     std::string a = argv[i];
     if (a == "--windows") windows = argv[i + 1];
     else if (a == "--pre") pre = atoi(argv[i + 1]);
@@ -226,8 +225,10 @@ int main(int argc, char** argv) {
   Launch linked = &cuLaunchKernel, real = linked;
   if (direct) {
     void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-    auto libc_dlsym = reinterpret_cast<void* (*)(void*, const char*)>(libc ? dlvsym(libc, "dlsym", "GLIBC_2.34") : nullptr);
-    if (!libc_dlsym && libc) libc_dlsym = reinterpret_cast<void* (*)(void*, const char*)>(dlvsym(libc, "dlsym", "GLIBC_2.2.5"));
+    auto libc_dlsym =
+        reinterpret_cast<void* (*)(void*, const char*)>(libc ? dlvsym(libc, "dlsym", "GLIBC_2.34") : nullptr);
+    if (!libc_dlsym && libc)
+      libc_dlsym = reinterpret_cast<void* (*)(void*, const char*)>(dlvsym(libc, "dlsym", "GLIBC_2.2.5"));
     void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     real = libc_dlsym && cuda ? reinterpret_cast<Launch>(libc_dlsym(cuda, "cuLaunchKernel")) : nullptr;
     if (!real) fprintf(stderr, "launch_ab: the driver's cuLaunchKernel not found\n"), exit(1);
@@ -251,16 +252,15 @@ int main(int argc, char** argv) {
     CHECK(cuMemHostGetDevicePointer(&dflag, host, 0));
   }
   auto spin = [](int64_t dur) {
-    for (int64_t end = ns(CLOCK_MONOTONIC) + dur; ns(CLOCK_MONOTONIC) < end;) {
-    }
+    for (int64_t end = ns(CLOCK_MONOTONIC) + dur; ns(CLOCK_MONOTONIC) < end;) {}
   };
   // Untimed start of every block: idle GPU, the edge (open: true, close: false, none: -1), spin.
   auto prepare = [&](int edge, int64_t spin_ns = 20000000) {
     CHECK(cuCtxSynchronize());
     if (edge >= 0 && raw) {
       if (edge == 1 && g_cupti.finalize_each && g_records_setup_needed) raw_cupti_register();
-      for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                   CUPTI_ACTIVITY_KIND_MEMSET}) {
+      for (CUpti_ActivityKind k :
+           {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
         if (k != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && !g_cupti.kinds) continue;
         if (g_cupti.per_ctx) edge ? g_cupti.enable_ctx(ctx, k) : g_cupti.disable_ctx(ctx, k);
         else edge ? g_cupti.enable(k) : g_cupti.disable(k);
@@ -279,8 +279,7 @@ int main(int argc, char** argv) {
     CUfunction fn = inside ? f : f_out;
     const std::vector<CUstream>& ss = inside ? streams : streams_out;
     int64_t w0 = ns(CLOCK_MONOTONIC), c0 = ns(CLOCK_THREAD_CPUTIME_ID);
-    for (int i = 0; i < block; ++i)
-      CHECK(launch(fn, 1, 1, 1, 32, 1, 1, 0, ss[i % nstreams], nullptr, nullptr));
+    for (int i = 0; i < block; ++i) CHECK(launch(fn, 1, 1, 1, 32, 1, 1, 0, ss[i % nstreams], nullptr, nullptr));
     int64_t w1 = ns(CLOCK_MONOTONIC), c1 = ns(CLOCK_THREAD_CPUTIME_ID);
     float gpu_ms = 0;
     const int burst = block / 4;
@@ -295,8 +294,8 @@ int main(int argc, char** argv) {
       CHECK(cuStreamSynchronize(gs));
       CHECK(cuEventElapsedTime(&gpu_ms, e0, e1));
     }
-    printf("{\"i\": %d, \"phase\": \"%s\", \"ns\": %.2f, \"cpu_ns\": %.2f", index, phase,
-           double(w1 - w0) / block, double(c1 - c0) / block);
+    printf("{\"i\": %d, \"phase\": \"%s\", \"ns\": %.2f, \"cpu_ns\": %.2f", index, phase, double(w1 - w0) / block,
+           double(c1 - c0) / block);
     if (gpu) printf(", \"gpu_ns\": %.2f", double(gpu_ms) * 1e6 / burst);
     printf("}\n");
   };
@@ -312,6 +311,7 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < tail; ++i) prepare(-1, int64_t(tail_gap_ms) * 1000000), run_block("tail", k++, linked);
   CHECK(cuCtxSynchronize());
-  if (raw) g_cupti.flush(1), fprintf(stderr, "launch_ab: CUPTI delivered %llu records\n", (unsigned long long)g_records);
+  if (raw)
+    g_cupti.flush(1), fprintf(stderr, "launch_ab: CUPTI delivered %llu records\n", (unsigned long long)g_records);
   return 0;
 }

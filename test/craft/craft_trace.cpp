@@ -29,7 +29,9 @@ enum Api : uint16_t { kLaunch = 1, kCopy = 2, kSet = 3, kSync = 4, kAlloc = 5 };
 
 // The hostile part of every name in `names` mode: clear screen, window title (OSC), a clipboard
 // write (OSC 52), a forged table row after a newline, a carriage return, DEL, C1 CSI (U+009B).
-const char kEvil[] = "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\nforged row 999\r\x7f\xc2\x9b" "31m";
+const char kEvil[] =
+    "\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\nforged row 999\r\x7f\xc2\x9b"
+    "31m";
 
 struct Gen {
   TraceWriter w;
@@ -227,7 +229,7 @@ struct Gen {
     trace::StackFrame frames[2] = {{U32, U64}, {0, 0}};
     w.append_var(&st, sizeof st, frames, sizeof frames);
     const int64_t times[][4] = {{MIN, MAX, MIN, MAX}, {MAX, MIN, MAX, MIN}, {MIN, MIN, 1, MAX},
-                                {MAX, MAX, MIN, 1}, {1, MAX, MAX, MAX}, {-1, MIN, -1, MIN}};
+                                {MAX, MAX, MIN, 1},   {1, MAX, MAX, MAX},   {-1, MIN, -1, MIN}};
     for (const auto& tm : times) {
       auto common = [&](trace::OpCommon& o) {
         o.corr = U64 - uint64_t(&tm - times);

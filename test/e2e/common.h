@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    CUresult r_ = (call);                                                                \
-    if (r_ != CUDA_SUCCESS) {                                                            \
-      const char* s_ = nullptr;                                                          \
-      cuGetErrorName(r_, &s_);                                                           \
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    CUresult r_ = (call);                                                                  \
+    if (r_ != CUDA_SUCCESS) {                                                              \
+      const char* s_ = nullptr;                                                            \
+      cuGetErrorName(r_, &s_);                                                             \
       fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, s_ ? s_ : "?"); \
-      exit(1);                                                                           \
-    }                                                                                    \
+      exit(1);                                                                             \
+    }                                                                                      \
   } while (0)
 
 inline CUcontext init_primary(int ordinal = 0) {

@@ -23,7 +23,7 @@ int main() {
   CUevent e;
   CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
 
-  for (int i = 0; i < 3; ++i) CHECK(cuMemcpyHtoD(d1, a.data(), n));        // pageable, sync
+  for (int i = 0; i < 3; ++i) CHECK(cuMemcpyHtoD(d1, a.data(), n));  // pageable, sync
   memcpy(pinned, a.data(), n);
   for (int i = 0; i < 3; ++i) CHECK(cuMemcpyHtoDAsync(d2, pinned, n, s));  // pinned, async
   CHECK(cuStreamSynchronize(s));
@@ -33,13 +33,22 @@ int main() {
   CHECK(cuStreamWaitEvent(nullptr, e, 0));
   CHECK(cuEventSynchronize(e));
   CHECK(cuMemcpyDtoH(b.data(), d3, n));
-  if (memcmp(a.data(), b.data(), n) != 0) { fprintf(stderr, "copies: DtoD/DtoH data mismatch\n"); return 1; }
+  if (memcmp(a.data(), b.data(), n) != 0) {
+    fprintf(stderr, "copies: DtoD/DtoH data mismatch\n");
+    return 1;
+  }
   CHECK(cuMemcpyDtoHAsync(pinned, d4, n, s));
   CHECK(cuStreamSynchronize(s));
-  if (memcmp(a.data(), pinned, n) != 0) { fprintf(stderr, "copies: pinned data mismatch\n"); return 1; }
+  if (memcmp(a.data(), pinned, n) != 0) {
+    fprintf(stderr, "copies: pinned data mismatch\n");
+    return 1;
+  }
   std::vector<unsigned char> c(n, 0);
-  CHECK(cuMemcpy((CUdeviceptr)c.data(), (CUdeviceptr)a.data(), n));         // host -> host, unified
-  if (memcmp(a.data(), c.data(), n) != 0) { fprintf(stderr, "copies: HtoH mismatch\n"); return 1; }
+  CHECK(cuMemcpy((CUdeviceptr)c.data(), (CUdeviceptr)a.data(), n));  // host -> host, unified
+  if (memcmp(a.data(), c.data(), n) != 0) {
+    fprintf(stderr, "copies: HtoH mismatch\n");
+    return 1;
+  }
 
   CHECK(cuMemsetD8(d1, 0xAB, n));
   CHECK(cuMemsetD8Async(d2, 0xCD, n, s));
@@ -50,7 +59,10 @@ int main() {
   CHECK(cuMemcpyDtoH(b.data(), d1, n));
   CHECK(cuMemcpyDtoH(b.data(), d3, 16));
   unsigned want[4] = {0x01020304u, 0x01020304u, 0x01020304u, 0x01020304u};
-  if (memcmp(b.data(), want, 16) != 0) { fprintf(stderr, "copies: memset mismatch\n"); return 1; }
+  if (memcmp(b.data(), want, 16) != 0) {
+    fprintf(stderr, "copies: memset mismatch\n");
+    return 1;
+  }
   CHECK(cuCtxSynchronize());
   CHECK(cuCtxSynchronize());
 

@@ -5,9 +5,9 @@
 // all ranks; CUTRACE_TEST_REALTIME_SHIFT_NS, the clock_shift interposer's skew of this process's
 // wall clock, is taken out); step k > 0 begins 300 us after collective k-1's end. It prints the
 // steps that began more than 30 us late and whose collective it launched late (its end then is), and per
-// step when it arrived at the collective (us after the step's scheduled start). In step k ("step_<k>"): Forward launches k_forward (300 us on the
-// GPU); Backward spins BACKWARD_US on the CPU; then the all-reduce is launched (without NCCL:
-// the rank sleeps until the collective's end instead), a kernel
+// step when it arrived at the collective (us after the step's scheduled start). In step k ("step_<k>"): Forward
+// launches k_forward (300 us on the GPU); Backward spins BACKWARD_US on the CPU; then the all-reduce is launched
+// (without NCCL: the rank sleeps until the collective's end instead), a kernel
 // "ncclDevKernel_AllReduce_Sum_f32_RING_LL" that ends at the collective's end (a module per
 // launch gives it the duration left), and the rank synchronises its stream. A rank that arrives
 // last has the shortest all-reduce: the others waited for it.
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     nanosleep(&ts, nullptr);
   }
   std::string late_collectives, late_starts;  // steps off the schedule (a loaded machine)
-  std::string arrivals;  // per step: the all-reduce's launch, us after the step's scheduled start
+  std::string arrivals;                       // per step: the all-reduce's launch, us after the step's scheduled start
   for (int k = 0; k < steps; ++k) {
     const int64_t end = mono_of(epoch + int64_t(k + 1) * period_ns);
     // Step k starts 300 us after collective k-1 ended, on every rank alike (a spin: a wake-up
@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
     CHECK(cuLaunchKernel(fwd, 64, 1, 1, 256, 1, 1, 0, compute, nullptr, nullptr));
     nvtxRangePop();
     nvtxRangePushA("Backward");
-    for (int64_t t0 = clock_ns(CLOCK_MONOTONIC); clock_ns(CLOCK_MONOTONIC) - t0 < backward_ns;) {
-    }
+    for (int64_t t0 = clock_ns(CLOCK_MONOTONIC); clock_ns(CLOCK_MONOTONIC) - t0 < backward_ns;) {}
     nvtxRangePop();
     arrivals += (k ? "," : "") + std::to_string((clock_ns(CLOCK_MONOTONIC) - begin) / 1000);
     if (nccl) {
@@ -93,8 +92,7 @@ int main(int argc, char** argv) {
     } else {
       CHECK(cuStreamSynchronize(compute));
       timespec ts{time_t(end / 1000000000), long(end % 1000000000)};
-      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
-      }
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {}
     }
     nvtxRangePop();
   }

@@ -22,7 +22,7 @@ namespace {
 constexpr long kRing = 1 << 20;
 struct ThreadLog {
   std::atomic<int64_t> tid;
-  std::atomic<int64_t> launches;  // launches returned so far
+  std::atomic<int64_t> launches;       // launches returned so far
   std::atomic<int64_t> ret_ns[kRing];  // return time of launch i at [i % kRing]
 };
 

@@ -18,8 +18,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <thread>

@@ -9,10 +9,10 @@
 //   a job does after the captured steps).
 #include <nvtx3/nvToolsExt.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-#include <thread>
 #include <time.h>
+#include <unistd.h>
 #include <cstdlib>
+#include <thread>
 #include "test/e2e/common.h"
 
 static long long now_ns() {

@@ -12,10 +12,10 @@
 //   - a push and a start left open at exit.
 // Every range name is unique (the checks match ranges by name); sleeps make the durations differ
 // by milliseconds where a wrong pairing would swap them.
-#include <nvtx3/nvtx3.hpp>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <chrono>
+#include <nvtx3/nvtx3.hpp>
 #include <string>
 #include <thread>
 #include "test/e2e/common.h"

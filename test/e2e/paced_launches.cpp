@@ -35,8 +35,7 @@ int main(int argc, char** argv) {
       ++memsets;
     }
     next += gap_ns;
-    while (now_ns() < next) {
-    }
+    while (now_ns() < next) {}
   }
   CHECK(cuCtxSynchronize());
   CHECK(cuMemFree(buf));

@@ -34,8 +34,8 @@ static void launch_ex_n(PFN_launch_ex fn, CUfunction f, CUstream s, int n) {
 
 int main() {
   init_primary();
-  const char* names[] = {"k_direct", "k_direct_ptsz", "k_dlsym", "k_dlsym_ex", "k_proc", "k_proc_self",
-                         "k_proc_ptsz", "k_proc_ex", "k_coop", "k_in_graph"};
+  const char* names[] = {"k_direct",    "k_direct_ptsz", "k_dlsym",   "k_dlsym_ex", "k_proc",
+                         "k_proc_self", "k_proc_ptsz",   "k_proc_ex", "k_coop",     "k_in_graph"};
   std::string image;
   for (const char* n : names) image += std::string("kernel ") + n + " 20000\n";
   CUmodule m = load_fake_module(image);

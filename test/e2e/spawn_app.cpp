@@ -12,7 +12,8 @@ int main() {
   CUmodule m = load_fake_module("kernel k_before 10000\nkernel k_after 10000\n");
   CUstream s;
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  for (int i = 0; i < 5; ++i) CHECK(cuLaunchKernel(get_function(m, "k_before"), 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
+  for (int i = 0; i < 5; ++i)
+    CHECK(cuLaunchKernel(get_function(m, "k_before"), 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
   CHECK(cuStreamSynchronize(s));
 
   char* const argv_missing[] = {const_cast<char*>("missing"), nullptr};
@@ -33,7 +34,8 @@ int main() {
     return 1;
   }
 
-  for (int i = 0; i < 5; ++i) CHECK(cuLaunchKernel(get_function(m, "k_after"), 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
+  for (int i = 0; i < 5; ++i)
+    CHECK(cuLaunchKernel(get_function(m, "k_after"), 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
   CHECK(cuStreamSynchronize(s));
   printf("spawn_app: OK\n");
   return 0;

@@ -60,8 +60,7 @@ CUresult destroyContext(CUcontext handle) {
   Lock lock = fake::lockState();
   CUctx_st* ctx = fake::lookup<CUctx_st>(handle);
   if (ctx == nullptr || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
-  t_contextStack.erase(std::remove(t_contextStack.begin(), t_contextStack.end(), ctx),
-                       t_contextStack.end());
+  t_contextStack.erase(std::remove(t_contextStack.begin(), t_contextStack.end(), ctx), t_contextStack.end());
   deleteContext(ctx);
   return CUDA_SUCCESS;
 }
@@ -157,13 +156,13 @@ FAKE_API CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice d
   return createContext(pctx, flags, dev);
 }
 
-FAKE_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
-                                 unsigned int flags, CUdevice dev) {
+FAKE_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+                                 CUdevice dev) {
   return createContext(pctx, flags, dev);
 }
 
-FAKE_API CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams,
-                                 unsigned int flags, CUdevice dev) {
+FAKE_API CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags,
+                                 CUdevice dev) {
   return createContext(pctx, flags, dev);
 }
 
@@ -321,9 +320,7 @@ FAKE_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return primaryReset(de
 
 FAKE_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { return primaryReset(dev); }
 
-FAKE_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
-  return primarySetFlags(dev, flags);
-}
+FAKE_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) { return primarySetFlags(dev, flags); }
 
 FAKE_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
   return primarySetFlags(dev, flags);

@@ -44,8 +44,7 @@ void sleepUntil(int64_t deadlineNs) {
   timespec ts;
   ts.tv_sec = deadlineNs / 1000000000;
   ts.tv_nsec = deadlineNs % 1000000000;
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {}
 }
 
 int64_t launchLatencyNs() {
@@ -105,8 +104,7 @@ bool isLive(const void* handle, Kind kind) {
 void CopyDesc::run() const {
   for (size_t z = 0; z < depth; ++z) {
     for (size_t y = 0; y < height; ++y) {
-      std::memmove(dst + z * dstSlicePitch + y * dstPitch, src + z * srcSlicePitch + y * srcPitch,
-                   widthBytes);
+      std::memmove(dst + z * dstSlicePitch + y * dstPitch, src + z * srcSlicePitch + y * srcPitch, widthBytes);
     }
   }
 }

@@ -44,10 +44,10 @@ typedef struct FakeCudaGpuOp {
   uint32_t correlation_id;   // of the API call that submitted it (0: outside a hooked call)
   int64_t start_ns, end_ns;  // its span on the virtual GPU, CLOCK_MONOTONIC ns
   uint32_t device, context_id, stream_id;
-  uint64_t bytes;            // copies and memsets
+  uint64_t bytes;                         // copies and memsets
   FakeCudaMemory src_memory, dst_memory;  // copies: both sides; memsets: dst_memory
-  const char* name;          // kernels: the function's name (valid during the hook only)
-  uint32_t graph_id;         // a node of a graph launch: the graph's id (never 0), else 0
+  const char* name;                       // kernels: the function's name (valid during the hook only)
+  uint32_t graph_id;                      // a node of a graph launch: the graph's id (never 0), else 0
 } FakeCudaGpuOp;
 
 typedef struct FakeCudaCuptiHooks {

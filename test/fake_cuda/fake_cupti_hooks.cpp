@@ -101,24 +101,24 @@ ApiCall::~ApiCall() {
 }
 
 void reportOp(const CUstream_st* stream, const Op& op, const Span& span) {
-  if (const FakeCudaCuptiHooks* hooks = g_hooks.load(std::memory_order_acquire)) reportTo(hooks, stream, op, span.start);
+  if (const FakeCudaCuptiHooks* hooks = g_hooks.load(std::memory_order_acquire))
+    reportTo(hooks, stream, op, span.start);
   if (int fd = opLog(); fd >= 0) {
     char line[96];
     int n = std::snprintf(line, sizeof line, "%s %lld %lld\n", kindName(op.kind), static_cast<long long>(span.start),
                           static_cast<long long>(span.end));
-    if (write(fd, line, static_cast<size_t>(n)) != n) {
-    }
+    if (write(fd, line, static_cast<size_t>(n)) != n) {}
     // A graph's nodes too, back to back from its start: "graph_kernel START END" (graph_memcpy,
     // graph_memset, graph_graph).
     int64_t start = span.start;
-    if (op.kind == OpKind::kGraph) for (const Op& child : op.children) {
-      int64_t end = start + static_cast<int64_t>(child.durationNs);
-      n = std::snprintf(line, sizeof line, "graph_%s %lld %lld\n", kindName(child.kind), static_cast<long long>(start),
-                        static_cast<long long>(end));
-      if (write(fd, line, static_cast<size_t>(n)) != n) {
+    if (op.kind == OpKind::kGraph)
+      for (const Op& child : op.children) {
+        int64_t end = start + static_cast<int64_t>(child.durationNs);
+        n = std::snprintf(line, sizeof line, "graph_%s %lld %lld\n", kindName(child.kind),
+                          static_cast<long long>(start), static_cast<long long>(end));
+        if (write(fd, line, static_cast<size_t>(n)) != n) {}
+        start = end;
       }
-      start = end;
-    }
   }
 }
 

@@ -156,8 +156,7 @@ CUresult deviceUuid(CUuuid* uuid, CUdevice dev) {
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   static const char kPrefix[] = "FAKECUDAGPU-";  // 12 bytes, then the ordinal (big endian)
   std::memcpy(uuid->bytes, kPrefix, 12);
-  for (int i = 0; i < 4; ++i)
-    uuid->bytes[12 + i] = static_cast<char>((dev >> (8 * (3 - i))) & 0xff);
+  for (int i = 0; i < 4; ++i) uuid->bytes[12 + i] = static_cast<char>((dev >> (8 * (3 - i))) & 0xff);
   return CUDA_SUCCESS;
 }
 
@@ -209,10 +208,6 @@ CUresult defaultPool(CUmemoryPool* pool, CUdevice dev) {
 
 }  // namespace
 
-FAKE_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  return defaultPool(pool_out, dev);
-}
+FAKE_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) { return defaultPool(pool_out, dev); }
 
-FAKE_API CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
-  return defaultPool(pool, dev);
-}
+FAKE_API CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) { return defaultPool(pool, dev); }

@@ -12,8 +12,7 @@ using fake::DefaultStream;
 using fake::Lock;
 using Recorded = CUevent_st::Recorded;
 
-constexpr unsigned kValidEventFlags =
-    CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+constexpr unsigned kValidEventFlags = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
 
 CUresult destroyEvent(CUevent handle) {
   if (CUresult r = fake::checkInit()) return r;
@@ -57,9 +56,7 @@ CUresult recordEventDefault(DefaultStream d, CUevent handle, CUstream hStream) {
 }
 
 // Only events recorded on a (non-capturing) stream have a time; others complete at once.
-int64_t completionNs(const CUevent_st* event) {
-  return event->recorded == Recorded::kOnStream ? event->timeNs : 0;
-}
+int64_t completionNs(const CUevent_st* event) { return event->recorded == Recorded::kOnStream ? event->timeNs : 0; }
 
 CUresult elapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   if (CUresult r = fake::checkInit()) return r;
@@ -98,10 +95,9 @@ FAKE_API CUresult cuEventDestroy(CUevent hEvent) { return destroyEvent(hEvent); 
 
 FAKE_API CUresult cuEventDestroy_v2(CUevent hEvent) { return destroyEvent(hEvent); }
 
-FAKE_EXPORT_PTSZ(cuEventRecord, recordEventDefault, (CUevent hEvent, CUstream hStream),
-                 (hEvent, hStream))
-FAKE_EXPORT_PTSZ(cuEventRecordWithFlags, recordEventWithFlags,
-                 (CUevent hEvent, CUstream hStream, unsigned int flags), (hEvent, hStream, flags))
+FAKE_EXPORT_PTSZ(cuEventRecord, recordEventDefault, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
+FAKE_EXPORT_PTSZ(cuEventRecordWithFlags, recordEventWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags),
+                 (hEvent, hStream, flags))
 
 FAKE_API CUresult cuEventQuery(CUevent hEvent) {
   if (CUresult r = fake::checkInit()) return r;

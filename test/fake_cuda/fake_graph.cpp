@@ -39,8 +39,7 @@ CUgraphNode_st* appendNode(CUgraph_st* graph, const Op& op) {
 
 // Validates the graph and the dependencies, builds the op with `build(Op*)` and appends it.
 template <class Build>
-CUresult addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* deps, size_t numDeps,
-                 Build build) {
+CUresult addNode(CUgraphNode* phNode, CUgraph hGraph, const CUgraphNode* deps, size_t numDeps, Build build) {
   if (CUresult r = fake::checkInit()) return r;
   if (phNode == nullptr || (numDeps > 0 && deps == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   Lock lock = fake::lockState();
@@ -60,8 +59,8 @@ template <class Params>
 CUresult kernelNodeOp(const Params& p, const void* function, Op* out) {
   CUfunc_st* f = fake::resolveFunction(function);
   if (f == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (p.gridDimX == 0 || p.gridDimY == 0 || p.gridDimZ == 0 || p.blockDimX == 0 ||
-      p.blockDimY == 0 || p.blockDimZ == 0) {
+  if (p.gridDimX == 0 || p.gridDimY == 0 || p.gridDimZ == 0 || p.blockDimX == 0 || p.blockDimY == 0 ||
+      p.blockDimZ == 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   *out = fake::kernelOp(f);
@@ -107,8 +106,7 @@ CUresult instantiateWithParams(DefaultStream d, CUgraphExec* phGraphExec, CUgrap
   if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = instantiate(phGraphExec, hGraph);
   params->hErrNode_out = nullptr;
-  params->result_out =
-      r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  params->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return r;
 }
 
@@ -138,9 +136,8 @@ CUresult beginCaptureV2(DefaultStream d, CUstream hStream, CUstreamCaptureMode m
   return beginCapture(d, hStream, nullptr, mode);
 }
 
-CUresult beginCaptureToGraph(DefaultStream d, CUstream hStream, CUgraph hGraph,
-                             const CUgraphNode* deps, const CUgraphEdgeData* edgeData,
-                             size_t numDeps, CUstreamCaptureMode mode) {
+CUresult beginCaptureToGraph(DefaultStream d, CUstream hStream, CUgraph hGraph, const CUgraphNode* deps,
+                             const CUgraphEdgeData* edgeData, size_t numDeps, CUstreamCaptureMode mode) {
   if (hGraph == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return beginCapture(d, hStream, hGraph, mode);
 }
@@ -170,9 +167,8 @@ CUresult isCapturing(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* s
   });
 }
 
-CUresult captureInfo(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status,
-                     cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps,
-                     const CUgraphEdgeData** edgeData, size_t* numDeps) {
+CUresult captureInfo(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                     const CUgraphNode** deps, const CUgraphEdgeData** edgeData, size_t* numDeps) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return fake::withStream(hStream, d, [=](CUstream_st* stream) {
     bool active = stream->capture != nullptr;
@@ -186,13 +182,12 @@ CUresult captureInfo(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* s
   });
 }
 
-CUresult captureInfoV1(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status,
-                       cuuint64_t* id) {
+CUresult captureInfoV1(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status, cuuint64_t* id) {
   return captureInfo(d, hStream, status, id, nullptr, nullptr, nullptr, nullptr);
 }
 
-CUresult captureInfoV2(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status,
-                       cuuint64_t* id, CUgraph* graph, const CUgraphNode** deps, size_t* numDeps) {
+CUresult captureInfoV2(DefaultStream d, CUstream hStream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                       const CUgraphNode** deps, size_t* numDeps) {
   return captureInfo(d, hStream, status, id, graph, deps, nullptr, numDeps);
 }
 
@@ -200,9 +195,7 @@ CUresult captureInfoV2(DefaultStream d, CUstream hStream, CUstreamCaptureStatus*
 
 namespace fake {
 
-void captureOp(CUstream_st* stream, const Op& op) {
-  stream->captureTail = appendNode(stream->capture, op);
-}
+void captureOp(CUstream_st* stream, const Op& op) { stream->captureTail = appendNode(stream->capture, op); }
 
 void deleteCapture(CUstream_st* stream) {
   if (stream->capture != nullptr && stream->captureOwnsGraph) deleteGraph(stream->capture);
@@ -230,17 +223,15 @@ FAKE_API CUresult cuGraphDestroy(CUgraph hGraph) {
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph,
-                                       const CUgraphNode* dependencies, size_t numDependencies,
-                                       const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
+FAKE_API CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                       size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return addNode(phGraphNode, hGraph, dependencies, numDependencies,
                  [nodeParams](Op* op) { return kernelNodeOp(*nodeParams, nodeParams->func, op); });
 }
 
-FAKE_API CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
-                                          const CUgraphNode* dependencies, size_t numDependencies,
-                                          const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+FAKE_API CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                          size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const void* function = nodeParams->func != nullptr ? static_cast<const void*>(nodeParams->func)
                                                      : static_cast<const void*>(nodeParams->kern);
@@ -248,22 +239,19 @@ FAKE_API CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGra
                  [=](Op* op) { return kernelNodeOp(*nodeParams, function, op); });
 }
 
-FAKE_API CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph,
-                                       const CUgraphNode* dependencies, size_t numDependencies,
-                                       const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
+FAKE_API CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                       size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext ctx) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return addNode(phGraphNode, hGraph, dependencies, numDependencies, [p](Op* op) {
     fake::SetDesc set;
-    CUresult r =
-        fake::makeSet(p->dst, p->pitch, p->value, p->elementSize, p->width, p->height, &set);
+    CUresult r = fake::makeSet(p->dst, p->pitch, p->value, p->elementSize, p->width, p->height, &set);
     if (r == CUDA_SUCCESS) *op = fake::setOp(set);
     return r;
   });
 }
 
-FAKE_API CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
-                                       const CUgraphNode* dependencies, size_t numDependencies,
-                                       const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+FAKE_API CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                       size_t numDependencies, const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
   if (copyParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return addNode(phGraphNode, hGraph, dependencies, numDependencies, [copyParams](Op* op) {
     fake::CopyDesc copy;
@@ -305,32 +293,27 @@ FAKE_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
-                                              unsigned long long flags) {
+FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
   return instantiate(phGraphExec, hGraph);
 }
 
-FAKE_API CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
-                                     CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize) {
+FAKE_API CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                                     char* logBuffer, size_t bufferSize) {
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
   return instantiate(phGraphExec, hGraph);
 }
 
-FAKE_API CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph,
-                                        CUgraphNode* phErrorNode, char* logBuffer,
-                                        size_t bufferSize) {
+FAKE_API CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
+                                        char* logBuffer, size_t bufferSize) {
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
   return instantiate(phGraphExec, hGraph);
 }
 
 FAKE_EXPORT_PTSZ(cuGraphInstantiateWithParams, instantiateWithParams,
-                 (CUgraphExec * phGraphExec, CUgraph hGraph,
-                  CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams),
+                 (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams),
                  (phGraphExec, hGraph, instantiateParams))
-FAKE_EXPORT_PTSZ(cuGraphLaunch, graphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
-                 (hGraphExec, hStream))
-FAKE_EXPORT_PTSZ(cuGraphUpload, graphUpload, (CUgraphExec hGraphExec, CUstream hStream),
-                 (hGraphExec, hStream))
+FAKE_EXPORT_PTSZ(cuGraphLaunch, graphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
+FAKE_EXPORT_PTSZ(cuGraphUpload, graphUpload, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream))
 
 FAKE_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   if (CUresult r = fake::checkInit()) return r;
@@ -345,32 +328,26 @@ FAKE_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
 // ---- stream capture -----------------------------------------------------------------------------
 
 FAKE_EXPORT_PTSZ(cuStreamBeginCapture, beginCaptureV1, (CUstream hStream), (hStream))
-FAKE_EXPORT_PTSZ(cuStreamBeginCapture_v2, beginCaptureV2,
-                 (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
+FAKE_EXPORT_PTSZ(cuStreamBeginCapture_v2, beginCaptureV2, (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
 FAKE_EXPORT_PTSZ(cuStreamBeginCaptureToGraph, beginCaptureToGraph,
                  (CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
-                  const CUgraphEdgeData* dependencyData, size_t numDependencies,
-                  CUstreamCaptureMode mode),
+                  const CUgraphEdgeData* dependencyData, size_t numDependencies, CUstreamCaptureMode mode),
                  (hStream, hGraph, dependencies, dependencyData, numDependencies, mode))
-FAKE_EXPORT_PTSZ(cuStreamEndCapture, endCapture, (CUstream hStream, CUgraph* phGraph),
-                 (hStream, phGraph))
-FAKE_EXPORT_PTSZ(cuStreamIsCapturing, isCapturing,
-                 (CUstream hStream, CUstreamCaptureStatus* captureStatus), (hStream, captureStatus))
+FAKE_EXPORT_PTSZ(cuStreamEndCapture, endCapture, (CUstream hStream, CUgraph* phGraph), (hStream, phGraph))
+FAKE_EXPORT_PTSZ(cuStreamIsCapturing, isCapturing, (CUstream hStream, CUstreamCaptureStatus* captureStatus),
+                 (hStream, captureStatus))
 FAKE_EXPORT_PTSZ(cuStreamGetCaptureInfo, captureInfoV1,
                  (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out),
                  (hStream, captureStatus_out, id_out))
 FAKE_EXPORT_PTSZ(cuStreamGetCaptureInfo_v2, captureInfoV2,
-                 (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
-                  CUgraph* graph_out, const CUgraphNode** dependencies_out,
-                  size_t* numDependencies_out),
-                 (hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                  numDependencies_out))
+                 (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out,
+                  const CUgraphNode** dependencies_out, size_t* numDependencies_out),
+                 (hStream, captureStatus_out, id_out, graph_out, dependencies_out, numDependencies_out))
 FAKE_EXPORT_PTSZ(cuStreamGetCaptureInfo_v3, captureInfo,
-                 (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
-                  CUgraph* graph_out, const CUgraphNode** dependencies_out,
-                  const CUgraphEdgeData** edgeData_out, size_t* numDependencies_out),
-                 (hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
-                  numDependencies_out))
+                 (CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out, CUgraph* graph_out,
+                  const CUgraphNode** dependencies_out, const CUgraphEdgeData** edgeData_out,
+                  size_t* numDependencies_out),
+                 (hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out))
 
 FAKE_API CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
   if (CUresult r = fake::checkInit()) return r;

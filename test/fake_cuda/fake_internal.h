@@ -54,14 +54,14 @@ struct FAKE_HIDDEN CUgraphExec_st;
 // an ApiCall (the fake CUPTI's API callbacks and correlation id, fake_cuda_cupti.h): `name` and
 // `name<suffix>` must both have a CUPTI_DRIVER_TRACE_CBID_ (cupti_driver_cbid.h).
 #define FAKE_UNPAREN(...) __VA_ARGS__
-#define FAKE_EXPORT_PT(name, suffix, impl, params, args)                                       \
-  FAKE_API CUresult name params {                                                              \
-    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name, #name);                                 \
-    return call.done(impl(fake::DefaultStream::kLegacy, FAKE_UNPAREN args));                   \
-  }                                                                                            \
-  FAKE_API CUresult name##suffix params {                                                      \
-    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name##suffix, #name #suffix);                 \
-    return call.done(impl(fake::DefaultStream::kPerThread, FAKE_UNPAREN args));                \
+#define FAKE_EXPORT_PT(name, suffix, impl, params, args)                        \
+  FAKE_API CUresult name params {                                               \
+    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name, #name);                  \
+    return call.done(impl(fake::DefaultStream::kLegacy, FAKE_UNPAREN args));    \
+  }                                                                             \
+  FAKE_API CUresult name##suffix params {                                       \
+    fake::ApiCall call(CUPTI_DRIVER_TRACE_CBID_##name##suffix, #name #suffix);  \
+    return call.done(impl(fake::DefaultStream::kPerThread, FAKE_UNPAREN args)); \
   }
 // Stream-ordered ops: `name` + `name_ptsz`. Synchronous copies/memsets: `name` + `name_ptds`.
 #define FAKE_EXPORT_PTSZ(name, impl, params, args) FAKE_EXPORT_PT(name, _ptsz, impl, params, args)
@@ -99,7 +99,7 @@ int64_t launchLatencyNs();            // env FAKE_CUDA_LAUNCH_LATENCY_NS, defaul
 // stamping its event, as if preempted there (lock held): env FAKE_CUDA_IDLE_RECORD_STALL_NS
 // (default 0) for every FAKE_CUDA_IDLE_RECORD_STALL_EVERY-th such record (default 1), 0 for others.
 int64_t idleRecordStallNs();
-int deviceCount();                    // env FAKE_CUDA_DEVICE_COUNT, default 2, at most kMaxDevices
+int deviceCount();  // env FAKE_CUDA_DEVICE_COUNT, default 2, at most kMaxDevices
 
 inline uint64_t copyDurationNs(size_t bytes) { return 1000 + bytes / 10; }
 inline uint64_t setDurationNs(size_t bytes) { return 500 + bytes / 100; }
@@ -209,8 +209,8 @@ T* lookup(const void* handle) {
 // ---- contexts (lock held) -----------------------------------------------------------------------
 
 bool validDevice(CUdevice dev);
-CUctx_st* currentContext();               // null if none or no longer valid
-CUresult requireContext(CUctx_st** out);  // NOT_INITIALIZED / INVALID_CONTEXT / SUCCESS
+CUctx_st* currentContext();                                // null if none or no longer valid
+CUresult requireContext(CUctx_st** out);                   // NOT_INITIALIZED / INVALID_CONTEXT / SUCCESS
 CUresult contextOrCurrent(CUcontext ctx, CUctx_st** out);  // ctx, or the current one if null
 int64_t contextReadyNs(const CUctx_st* ctx);               // when every stream of ctx is idle
 
@@ -250,8 +250,8 @@ bool deviceRangeValid(CUdeviceptr ptr, size_t bytes);  // inside one tracked all
 // Converts a 3D copy descriptor (host/device/unified memory only) into a CopyDesc.
 CUresult copyFrom3D(const CUDA_MEMCPY3D& p, CopyDesc* out);
 // Validates a memset target and builds its SetDesc.
-CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width,
-                 size_t height, SetDesc* out);
+CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width, size_t height,
+                 SetDesc* out);
 
 // ---- CUPTI hooks (fake_cupti_hooks.cpp, fake_cuda_cupti.h) --------------------------------------
 

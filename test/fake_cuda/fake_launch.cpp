@@ -36,23 +36,21 @@ CUresult launch(DefaultStream d, CUfunction f, const LaunchDims& dims, CUstream 
   return fake::submitLocked(lock, hStream, d, fake::kernelOp(func), false);
 }
 
-CUresult launchKernel(DefaultStream d, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                      unsigned bx, unsigned by, unsigned bz, unsigned sharedMemBytes,
-                      CUstream hStream, void** kernelParams, void** extra) {
+CUresult launchKernel(DefaultStream d, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned bz, unsigned sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
   return launch(d, f, LaunchDims{{gx, gy, gz}, {bx, by, bz}}, hStream);
 }
 
-CUresult launchKernelEx(DefaultStream d, const CUlaunchConfig* config, CUfunction f,
-                        void** kernelParams, void** extra) {
+CUresult launchKernelEx(DefaultStream d, const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                        void** extra) {
   if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
   LaunchDims dims{{config->gridDimX, config->gridDimY, config->gridDimZ},
                   {config->blockDimX, config->blockDimY, config->blockDimZ}};
   return launch(d, f, dims, config->hStream);
 }
 
-CUresult launchCooperative(DefaultStream d, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                           unsigned bx, unsigned by, unsigned bz, unsigned sharedMemBytes,
-                           CUstream hStream, void** kernelParams) {
+CUresult launchCooperative(DefaultStream d, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned sharedMemBytes, CUstream hStream, void** kernelParams) {
   return launch(d, f, LaunchDims{{gx, gy, gz}, {bx, by, bz}}, hStream);
 }
 
@@ -60,10 +58,10 @@ CUresult launchCooperative(DefaultStream d, CUfunction f, unsigned gx, unsigned 
 
 FAKE_EXPORT_PTSZ(cuLaunchKernel, launchKernel,
                  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                  unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra),
-                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream, kernelParams, extra))
+                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,
+                  CUstream hStream, void** kernelParams, void** extra),
+                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                  kernelParams, extra))
 
 FAKE_EXPORT_PTSZ(cuLaunchKernelEx, launchKernelEx,
                  (const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra),
@@ -71,7 +69,7 @@ FAKE_EXPORT_PTSZ(cuLaunchKernelEx, launchKernelEx,
 
 FAKE_EXPORT_PTSZ(cuLaunchCooperativeKernel, launchCooperative,
                  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                  unsigned int sharedMemBytes, CUstream hStream, void** kernelParams),
-                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream, kernelParams))
+                  unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes,
+                  CUstream hStream, void** kernelParams),
+                 (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                  kernelParams))

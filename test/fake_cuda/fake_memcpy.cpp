@@ -19,8 +19,8 @@ constexpr bool kAsync = false;
 char* asPtr(CUdeviceptr p) { return reinterpret_cast<char*>(p); }
 
 // Validates and submits a linear copy of n bytes.
-CUresult copyLinear(DefaultStream d, CUstream hStream, void* dst, Check dstCheck, const void* src,
-                    Check srcCheck, size_t n, bool blocking) {
+CUresult copyLinear(DefaultStream d, CUstream hStream, void* dst, Check dstCheck, const void* src, Check srcCheck,
+                    size_t n, bool blocking) {
   if (CUresult r = fake::checkInit()) return r;
   if (n > 0 && (dst == nullptr || src == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   Lock lock = fake::lockState();
@@ -64,8 +64,7 @@ CUresult resolveSide(const Side& s, size_t width, size_t rows, size_t depth, cha
   return (*out == nullptr && extent > 0) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-CUresult makeCopy(const Side& src, const Side& dst, size_t width, size_t rows, size_t depth,
-                  CopyDesc* out) {
+CUresult makeCopy(const Side& src, const Side& dst, size_t width, size_t rows, size_t depth, CopyDesc* out) {
   char* srcPtr = nullptr;
   char* dstPtr = nullptr;
   if (CUresult r = resolveSide(src, width, rows, depth, &srcPtr)) return r;
@@ -84,14 +83,12 @@ CUresult makeCopy(const Side& src, const Side& dst, size_t width, size_t rows, s
 
 template <class P>
 Side srcSide(const P& p, size_t z, size_t height) {
-  return Side{p.srcMemoryType, p.srcHost, p.srcDevice, p.srcXInBytes,
-              p.srcY,          z,         p.srcPitch,  height};
+  return Side{p.srcMemoryType, p.srcHost, p.srcDevice, p.srcXInBytes, p.srcY, z, p.srcPitch, height};
 }
 
 template <class P>
 Side dstSide(const P& p, size_t z, size_t height) {
-  return Side{p.dstMemoryType, p.dstHost, p.dstDevice, p.dstXInBytes,
-              p.dstY,          z,         p.dstPitch,  height};
+  return Side{p.dstMemoryType, p.dstHost, p.dstDevice, p.dstXInBytes, p.dstY, z, p.dstPitch, height};
 }
 
 CUresult copy2D(DefaultStream d, const CUDA_MEMCPY2D* p, CUstream hStream, bool blocking) {
@@ -100,8 +97,7 @@ CUresult copy2D(DefaultStream d, const CUDA_MEMCPY2D* p, CUstream hStream, bool 
   Lock lock = fake::lockState();
   CopyDesc copy;
   size_t rows = p->Height;
-  if (CUresult r =
-          makeCopy(srcSide(*p, 0, rows), dstSide(*p, 0, rows), p->WidthInBytes, rows, 1, &copy)) {
+  if (CUresult r = makeCopy(srcSide(*p, 0, rows), dstSide(*p, 0, rows), p->WidthInBytes, rows, 1, &copy)) {
     return r;
   }
   return fake::submitLocked(lock, hStream, d, fake::copyOp(copy), blocking);
@@ -112,8 +108,8 @@ CUresult copy3DLocked(Lock& lock, DefaultStream d, const P* p, CUstream hStream,
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (p->srcLOD != 0 || p->dstLOD != 0) return CUDA_ERROR_INVALID_VALUE;
   CopyDesc copy;
-  if (CUresult r = makeCopy(srcSide(*p, p->srcZ, p->srcHeight), dstSide(*p, p->dstZ, p->dstHeight),
-                            p->WidthInBytes, p->Height, p->Depth, &copy)) {
+  if (CUresult r = makeCopy(srcSide(*p, p->srcZ, p->srcHeight), dstSide(*p, p->dstZ, p->dstHeight), p->WidthInBytes,
+                            p->Height, p->Depth, &copy)) {
     return r;
   }
   return fake::submitLocked(lock, hStream, d, fake::copyOp(copy), blocking);
@@ -128,15 +124,14 @@ CUresult copy3D(DefaultStream d, const CUDA_MEMCPY3D* p, CUstream hStream, bool 
 CUresult copy3DPeer(DefaultStream d, const CUDA_MEMCPY3D_PEER* p, CUstream hStream, bool blocking) {
   if (CUresult r = fake::checkInit()) return r;
   Lock lock = fake::lockState();
-  if (p != nullptr &&
-      (!fake::lookup<CUctx_st>(p->srcContext) || !fake::lookup<CUctx_st>(p->dstContext))) {
+  if (p != nullptr && (!fake::lookup<CUctx_st>(p->srcContext) || !fake::lookup<CUctx_st>(p->dstContext))) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   return copy3DLocked(lock, d, p, hStream, blocking);
 }
 
-CUresult copyPeer(DefaultStream d, CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src,
-                  CUcontext srcCtx, size_t n, CUstream hStream, bool blocking) {
+CUresult copyPeer(DefaultStream d, CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n,
+                  CUstream hStream, bool blocking) {
   if (CUresult r = fake::checkInit()) return r;
   {
     Lock lock = fake::lockState();
@@ -144,8 +139,7 @@ CUresult copyPeer(DefaultStream d, CUdeviceptr dst, CUcontext dstCtx, CUdevicept
       return CUDA_ERROR_INVALID_CONTEXT;
     }
   }
-  return copyLinear(d, hStream, asPtr(dst), Check::kDevice, asPtr(src), Check::kDevice, n,
-                    blocking);
+  return copyLinear(d, hStream, asPtr(dst), Check::kDevice, asPtr(src), Check::kDevice, n, blocking);
 }
 
 // ---- the per-API adapters (stream-selection mode first, as FAKE_EXPORT_PT* expects) ----------
@@ -169,35 +163,23 @@ CUresult dtohAsync(DefaultStream d, void* dst, CUdeviceptr src, size_t n, CUstre
   return copyLinear(d, s, dst, Check::kHost, asPtr(src), Check::kDevice, n, kAsync);
 }
 CUresult dtodSync(DefaultStream d, CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return copyLinear(d, nullptr, asPtr(dst), Check::kDevice, asPtr(src), Check::kDevice, n,
-                    kBlocking);
+  return copyLinear(d, nullptr, asPtr(dst), Check::kDevice, asPtr(src), Check::kDevice, n, kBlocking);
 }
 CUresult dtodAsync(DefaultStream d, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
   return copyLinear(d, s, asPtr(dst), Check::kDevice, asPtr(src), Check::kDevice, n, kAsync);
 }
-CUresult peerSync(DefaultStream d, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc,
-                  size_t n) {
+CUresult peerSync(DefaultStream d, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
   return copyPeer(d, dst, dc, src, sc, n, nullptr, kBlocking);
 }
-CUresult peerAsync(DefaultStream d, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc,
-                   size_t n, CUstream s) {
+CUresult peerAsync(DefaultStream d, CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+                   CUstream s) {
   return copyPeer(d, dst, dc, src, sc, n, s, kAsync);
 }
-CUresult copy2DSync(DefaultStream d, const CUDA_MEMCPY2D* p) {
-  return copy2D(d, p, nullptr, kBlocking);
-}
-CUresult copy2DAsync(DefaultStream d, const CUDA_MEMCPY2D* p, CUstream s) {
-  return copy2D(d, p, s, kAsync);
-}
-CUresult copy3DSync(DefaultStream d, const CUDA_MEMCPY3D* p) {
-  return copy3D(d, p, nullptr, kBlocking);
-}
-CUresult copy3DAsync(DefaultStream d, const CUDA_MEMCPY3D* p, CUstream s) {
-  return copy3D(d, p, s, kAsync);
-}
-CUresult copy3DPeerSync(DefaultStream d, const CUDA_MEMCPY3D_PEER* p) {
-  return copy3DPeer(d, p, nullptr, kBlocking);
-}
+CUresult copy2DSync(DefaultStream d, const CUDA_MEMCPY2D* p) { return copy2D(d, p, nullptr, kBlocking); }
+CUresult copy2DAsync(DefaultStream d, const CUDA_MEMCPY2D* p, CUstream s) { return copy2D(d, p, s, kAsync); }
+CUresult copy3DSync(DefaultStream d, const CUDA_MEMCPY3D* p) { return copy3D(d, p, nullptr, kBlocking); }
+CUresult copy3DAsync(DefaultStream d, const CUDA_MEMCPY3D* p, CUstream s) { return copy3D(d, p, s, kAsync); }
+CUresult copy3DPeerSync(DefaultStream d, const CUDA_MEMCPY3D_PEER* p) { return copy3DPeer(d, p, nullptr, kBlocking); }
 CUresult copy3DPeerAsync(DefaultStream d, const CUDA_MEMCPY3D_PEER* p, CUstream s) {
   return copy3DPeer(d, p, s, kAsync);
 }
@@ -208,55 +190,48 @@ namespace fake {
 
 CUresult copyFrom3D(const CUDA_MEMCPY3D& p, CopyDesc* out) {
   if (p.srcLOD != 0 || p.dstLOD != 0) return CUDA_ERROR_INVALID_VALUE;
-  return makeCopy(srcSide(p, p.srcZ, p.srcHeight), dstSide(p, p.dstZ, p.dstHeight), p.WidthInBytes,
-                  p.Height, p.Depth, out);
+  return makeCopy(srcSide(p, p.srcZ, p.srcHeight), dstSide(p, p.dstZ, p.dstHeight), p.WidthInBytes, p.Height, p.Depth,
+                  out);
 }
 
 }  // namespace fake
 
 // ---- exports ----------------------------------------------------------------------------------
 
-FAKE_EXPORT_PTDS(cuMemcpy, memcpySync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
-                 (dst, src, ByteCount))
-FAKE_EXPORT_PTSZ(cuMemcpyAsync, memcpyAsync,
-                 (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+FAKE_EXPORT_PTDS(cuMemcpy, memcpySync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount), (dst, src, ByteCount))
+FAKE_EXPORT_PTSZ(cuMemcpyAsync, memcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
                  (dst, src, ByteCount, hStream))
 
-FAKE_EXPORT_PTDS(cuMemcpyHtoD_v2, htodSync,
-                 (CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount),
+FAKE_EXPORT_PTDS(cuMemcpyHtoD_v2, htodSync, (CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount),
                  (dstDevice, srcHost, ByteCount))
 FAKE_EXPORT_PTSZ(cuMemcpyHtoDAsync_v2, htodAsync,
                  (CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream),
                  (dstDevice, srcHost, ByteCount, hStream))
-FAKE_EXPORT_PTDS(cuMemcpyDtoH_v2, dtohSync,
-                 (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+FAKE_EXPORT_PTDS(cuMemcpyDtoH_v2, dtohSync, (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount),
                  (dstHost, srcDevice, ByteCount))
 FAKE_EXPORT_PTSZ(cuMemcpyDtoHAsync_v2, dtohAsync,
                  (void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
                  (dstHost, srcDevice, ByteCount, hStream))
-FAKE_EXPORT_PTDS(cuMemcpyDtoD_v2, dtodSync,
-                 (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+FAKE_EXPORT_PTDS(cuMemcpyDtoD_v2, dtodSync, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
                  (dstDevice, srcDevice, ByteCount))
 FAKE_EXPORT_PTSZ(cuMemcpyDtoDAsync_v2, dtodAsync,
                  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
                  (dstDevice, srcDevice, ByteCount, hStream))
 
 FAKE_EXPORT_PTDS(cuMemcpyPeer, peerSync,
-                 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                  CUcontext srcContext, size_t ByteCount),
+                 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+                  size_t ByteCount),
                  (dstDevice, dstContext, srcDevice, srcContext, ByteCount))
 FAKE_EXPORT_PTSZ(cuMemcpyPeerAsync, peerAsync,
-                 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                  CUcontext srcContext, size_t ByteCount, CUstream hStream),
+                 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+                  size_t ByteCount, CUstream hStream),
                  (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream))
 
 FAKE_EXPORT_PTDS(cuMemcpy2D_v2, copy2DSync, (const CUDA_MEMCPY2D* pCopy), (pCopy))
 FAKE_EXPORT_PTDS(cuMemcpy2DUnaligned_v2, copy2DSync, (const CUDA_MEMCPY2D* pCopy), (pCopy))
-FAKE_EXPORT_PTSZ(cuMemcpy2DAsync_v2, copy2DAsync, (const CUDA_MEMCPY2D* pCopy, CUstream hStream),
-                 (pCopy, hStream))
+FAKE_EXPORT_PTSZ(cuMemcpy2DAsync_v2, copy2DAsync, (const CUDA_MEMCPY2D* pCopy, CUstream hStream), (pCopy, hStream))
 FAKE_EXPORT_PTDS(cuMemcpy3D_v2, copy3DSync, (const CUDA_MEMCPY3D* pCopy), (pCopy))
-FAKE_EXPORT_PTSZ(cuMemcpy3DAsync_v2, copy3DAsync, (const CUDA_MEMCPY3D* pCopy, CUstream hStream),
-                 (pCopy, hStream))
+FAKE_EXPORT_PTSZ(cuMemcpy3DAsync_v2, copy3DAsync, (const CUDA_MEMCPY3D* pCopy, CUstream hStream), (pCopy, hStream))
 FAKE_EXPORT_PTDS(cuMemcpy3DPeer, copy3DPeerSync, (const CUDA_MEMCPY3D_PEER* pCopy), (pCopy))
-FAKE_EXPORT_PTSZ(cuMemcpy3DPeerAsync, copy3DPeerAsync,
-                 (const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream), (pCopy, hStream))
+FAKE_EXPORT_PTSZ(cuMemcpy3DPeerAsync, copy3DPeerAsync, (const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream),
+                 (pCopy, hStream))

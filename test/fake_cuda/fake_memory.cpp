@@ -18,14 +18,11 @@ using fake::MemKind;
 constexpr size_t kAlignment = 256;
 constexpr size_t kPitchAlignment = 512;
 
-bool countsAgainstDevice(MemKind kind) {
-  return kind == MemKind::kDevice || kind == MemKind::kManaged;
-}
+bool countsAgainstDevice(MemKind kind) { return kind == MemKind::kDevice || kind == MemKind::kManaged; }
 
 size_t& deviceBytesInUse(CUdevice dev) { return fake::state().deviceBytesInUse[dev]; }
 
-Allocation makeAllocation(uintptr_t base, size_t size, MemKind kind, CUctx_st* ctx,
-                          unsigned flags) {
+Allocation makeAllocation(uintptr_t base, size_t size, MemKind kind, CUctx_st* ctx, unsigned flags) {
   Allocation a;
   a.base = base;
   a.size = size;
@@ -91,8 +88,7 @@ CUresult allocAsync(DefaultStream d, CUdeviceptr* dptr, size_t bytes, CUstream h
   return allocDevice(dptr, bytes, MemKind::kDevice, 0);
 }
 
-CUresult allocFromPoolAsync(DefaultStream d, CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
-                            CUstream hStream) {
+CUresult allocFromPoolAsync(DefaultStream d, CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool, CUstream hStream) {
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return allocAsync(d, dptr, bytes, hStream);
 }
@@ -119,8 +115,7 @@ CUresult hostRegister(void* p, size_t bytes, unsigned flags) {
   if (p == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   uintptr_t base = reinterpret_cast<uintptr_t>(p);
   if (overlapsAllocation(base, bytes)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  fake::state().allocations[base] =
-      makeAllocation(base, bytes, MemKind::kHostRegistered, ctx, flags);
+  fake::state().allocations[base] = makeAllocation(base, bytes, MemKind::kHostRegistered, ctx, flags);
   return CUDA_SUCCESS;
 }
 
@@ -151,8 +146,8 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   return allocDevice(dptr, bytesize, MemKind::kDevice, 0);
 }
 
-FAKE_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
-                                     size_t Height, unsigned int ElementSizeBytes) {
+FAKE_API CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                                     unsigned int ElementSizeBytes) {
   if (CUresult r = fake::checkInit()) return r;
   if (pPitch == nullptr || WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) {
@@ -178,9 +173,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return release(dptr, true);
 }
 
-FAKE_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
-  return allocHost(pp, bytesize, 0);
-}
+FAKE_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return allocHost(pp, bytesize, 0); }
 
 FAKE_API CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
   return allocHost(pp, bytesize, Flags);
@@ -191,8 +184,8 @@ FAKE_API CUresult cuMemFreeHost(void* p) {
   return release(reinterpret_cast<uintptr_t>(p), false);
 }
 
-FAKE_EXPORT_PTSZ(cuMemAllocAsync, allocAsync,
-                 (CUdeviceptr * dptr, size_t bytesize, CUstream hStream), (dptr, bytesize, hStream))
+FAKE_EXPORT_PTSZ(cuMemAllocAsync, allocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
+                 (dptr, bytesize, hStream))
 FAKE_EXPORT_PTSZ(cuMemAllocFromPoolAsync, allocFromPoolAsync,
                  (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream),
                  (dptr, bytesize, pool, hStream))

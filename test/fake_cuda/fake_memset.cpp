@@ -10,9 +10,8 @@ using fake::DefaultStream;
 constexpr bool kBlocking = true;
 constexpr bool kAsync = false;
 
-CUresult memset2D(DefaultStream d, CUdeviceptr dst, size_t pitch, uint32_t value,
-                  unsigned elementSize, size_t width, size_t height, CUstream hStream,
-                  bool blocking) {
+CUresult memset2D(DefaultStream d, CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width,
+                  size_t height, CUstream hStream, bool blocking) {
   if (CUresult r = fake::checkInit()) return r;
   fake::Lock lock = fake::lockState();
   fake::SetDesc set;
@@ -20,8 +19,8 @@ CUresult memset2D(DefaultStream d, CUdeviceptr dst, size_t pitch, uint32_t value
   return fake::submitLocked(lock, hStream, d, fake::setOp(set), blocking);
 }
 
-CUresult memset1D(DefaultStream d, CUdeviceptr dst, uint32_t value, unsigned elementSize, size_t n,
-                  CUstream hStream, bool blocking) {
+CUresult memset1D(DefaultStream d, CUdeviceptr dst, uint32_t value, unsigned elementSize, size_t n, CUstream hStream,
+                  bool blocking) {
   return memset2D(d, dst, n * elementSize, value, elementSize, n, 1, hStream, blocking);
 }
 
@@ -54,16 +53,13 @@ CUresult d2d16(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned short v, s
 CUresult d2d32(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned v, size_t w, size_t h) {
   return memset2D(d, p, pitch, v, 4, w, h, nullptr, kBlocking);
 }
-CUresult d2d8Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned char v, size_t w,
-                   size_t h, CUstream s) {
+CUresult d2d8Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s) {
   return memset2D(d, p, pitch, v, 1, w, h, s, kAsync);
 }
-CUresult d2d16Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned short v, size_t w,
-                    size_t h, CUstream s) {
+CUresult d2d16Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s) {
   return memset2D(d, p, pitch, v, 2, w, h, s, kAsync);
 }
-CUresult d2d32Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned v, size_t w, size_t h,
-                    CUstream s) {
+CUresult d2d32Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned v, size_t w, size_t h, CUstream s) {
   return memset2D(d, p, pitch, v, 4, w, h, s, kAsync);
 }
 
@@ -71,8 +67,8 @@ CUresult d2d32Async(DefaultStream d, CUdeviceptr p, size_t pitch, unsigned v, si
 
 namespace fake {
 
-CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width,
-                 size_t height, SetDesc* out) {
+CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elementSize, size_t width, size_t height,
+                 SetDesc* out) {
   if (elementSize != 1 && elementSize != 2 && elementSize != 4) return CUDA_ERROR_INVALID_VALUE;
   if (dst % elementSize != 0 || (height > 1 && pitch % elementSize != 0)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -92,42 +88,33 @@ CUresult makeSet(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned element
 
 }  // namespace fake
 
-FAKE_EXPORT_PTDS(cuMemsetD8_v2, d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N),
-                 (dstDevice, uc, N))
-FAKE_EXPORT_PTDS(cuMemsetD16_v2, d16, (CUdeviceptr dstDevice, unsigned short us, size_t N),
-                 (dstDevice, us, N))
-FAKE_EXPORT_PTDS(cuMemsetD32_v2, d32, (CUdeviceptr dstDevice, unsigned int ui, size_t N),
-                 (dstDevice, ui, N))
-FAKE_EXPORT_PTSZ(cuMemsetD8Async, d8Async,
-                 (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
+FAKE_EXPORT_PTDS(cuMemsetD8_v2, d8, (CUdeviceptr dstDevice, unsigned char uc, size_t N), (dstDevice, uc, N))
+FAKE_EXPORT_PTDS(cuMemsetD16_v2, d16, (CUdeviceptr dstDevice, unsigned short us, size_t N), (dstDevice, us, N))
+FAKE_EXPORT_PTDS(cuMemsetD32_v2, d32, (CUdeviceptr dstDevice, unsigned int ui, size_t N), (dstDevice, ui, N))
+FAKE_EXPORT_PTSZ(cuMemsetD8Async, d8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
                  (dstDevice, uc, N, hStream))
-FAKE_EXPORT_PTSZ(cuMemsetD16Async, d16Async,
-                 (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
+FAKE_EXPORT_PTSZ(cuMemsetD16Async, d16Async, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream),
                  (dstDevice, us, N, hStream))
-FAKE_EXPORT_PTSZ(cuMemsetD32Async, d32Async,
-                 (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
+FAKE_EXPORT_PTSZ(cuMemsetD32Async, d32Async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
                  (dstDevice, ui, N, hStream))
 FAKE_EXPORT_PTDS(cuMemsetD2D8_v2, d2d8,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-                  size_t Height),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height),
                  (dstDevice, dstPitch, uc, Width, Height))
 FAKE_EXPORT_PTDS(cuMemsetD2D16_v2, d2d16,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
-                  size_t Height),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height),
                  (dstDevice, dstPitch, us, Width, Height))
 FAKE_EXPORT_PTDS(cuMemsetD2D32_v2, d2d32,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-                  size_t Height),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height),
                  (dstDevice, dstPitch, ui, Width, Height))
 FAKE_EXPORT_PTSZ(cuMemsetD2D8Async, d2d8Async,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-                  size_t Height, CUstream hStream),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height,
+                  CUstream hStream),
                  (dstDevice, dstPitch, uc, Width, Height, hStream))
 FAKE_EXPORT_PTSZ(cuMemsetD2D16Async, d2d16Async,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
-                  size_t Height, CUstream hStream),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height,
+                  CUstream hStream),
                  (dstDevice, dstPitch, us, Width, Height, hStream))
 FAKE_EXPORT_PTSZ(cuMemsetD2D32Async, d2d32Async,
-                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-                  size_t Height, CUstream hStream),
+                 (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height,
+                  CUstream hStream),
                  (dstDevice, dstPitch, ui, Width, Height, hStream))

@@ -18,8 +18,7 @@ using fake::Lock;
 constexpr int kMaxSharedPerBlockOptin = 232448;
 
 bool parseUnsigned(const std::string& text, uint64_t* out) {
-  if (text.empty() || text.size() > 19 ||
-      text.find_first_not_of("0123456789") != std::string::npos) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) {
     return false;
   }
   *out = std::strtoull(text.c_str(), nullptr, 10);
@@ -250,18 +249,14 @@ CUfunc_st* resolveFunction(const void* handle) {
 
 // ---- modules ------------------------------------------------------------------------------------
 
-FAKE_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  return loadModule(module, image);
-}
+FAKE_API CUresult cuModuleLoadData(CUmodule* module, const void* image) { return loadModule(module, image); }
 
 FAKE_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
                                      CUjit_option* options, void** optionValues) {
   return loadModule(module, image);
 }
 
-FAKE_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
-  return loadModule(module, fatCubin);
-}
+FAKE_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) { return loadModule(module, fatCubin); }
 
 FAKE_API CUresult cuModuleLoad(CUmodule* module, const char* fname) {
   if (CUresult r = fake::checkInit()) return r;
@@ -294,8 +289,7 @@ FAKE_API CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
   });
 }
 
-FAKE_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
-                                             CUmodule mod) {
+FAKE_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
   if (functions == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return withModule(mod, [functions, numFunctions](CUmod_st* module) {
     size_t n = std::min<size_t>(numFunctions, module->functions.size());
@@ -304,8 +298,7 @@ FAKE_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int
   });
 }
 
-FAKE_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
-                                       const char* name) {
+FAKE_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
   return withModule(hmod, [](CUmod_st*) { return CUDA_ERROR_NOT_FOUND; });  // no globals
 }
 
@@ -325,10 +318,9 @@ FAKE_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_
   return loadLibrary(library, code);
 }
 
-FAKE_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName,
-                                        CUjit_option* jitOptions, void** jitOptionsValues,
-                                        unsigned int numJitOptions, CUlibraryOption* libraryOptions,
-                                        void** libraryOptionValues,
+FAKE_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                                        void** jitOptionsValues, unsigned int numJitOptions,
+                                        CUlibraryOption* libraryOptions, void** libraryOptionValues,
                                         unsigned int numLibraryOptions) {
   if (CUresult r = fake::checkInit()) return r;
   std::string text;
@@ -367,8 +359,7 @@ FAKE_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
   });
 }
 
-FAKE_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
-                                            CUlibrary lib) {
+FAKE_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
   if (kernels == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return withLibrary(lib, [kernels, numKernels](CUlib_st* library) {
     size_t n = std::min<size_t>(numKernels, library->kernels.size());
@@ -385,8 +376,7 @@ FAKE_API CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
   });
 }
 
-FAKE_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
-                                     const char* name) {
+FAKE_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
   return withLibrary(library, [](CUlib_st*) { return CUDA_ERROR_NOT_FOUND; });  // no globals
 }
 
@@ -414,16 +404,14 @@ FAKE_API CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
   });
 }
 
-FAKE_API CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel,
-                                       CUdevice dev) {
+FAKE_API CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
   return withKernel(kernel, [=](CUkern_st* k) {
     if (!fake::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
     return functionAttribute(k->function, attrib, pi);
   });
 }
 
-FAKE_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
-                                       CUdevice dev) {
+FAKE_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) {
   return withKernel(kernel, [=](CUkern_st* k) {
     if (!fake::validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
     return setFunctionAttribute(k->function, attrib, val);

@@ -45,8 +45,7 @@ CUresult attribute(const Allocation& a, CUdeviceptr ptr, CUpointer_attribute att
   switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: return put<CUcontext>(data, a.ctx);
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-      return put<unsigned>(data,
-                           isDeviceMemory(a.kind) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
+      return put<unsigned>(data, isDeviceMemory(a.kind) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST);
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return put<CUdeviceptr>(data, ptr);
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       if (a.kind == MemKind::kDevice) return CUDA_ERROR_INVALID_VALUE;
@@ -54,8 +53,7 @@ CUresult attribute(const Allocation& a, CUdeviceptr ptr, CUpointer_attribute att
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: return put<unsigned long long>(data, a.id);
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: return put<unsigned>(data, a.kind == MemKind::kManaged);
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return put<int>(data, a.device);
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-      return put<unsigned>(data, a.kind == MemKind::kDevice);
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: return put<unsigned>(data, a.kind == MemKind::kDevice);
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return put<CUdeviceptr>(data, a.base);
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return put<size_t>(data, a.size);
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
@@ -67,8 +65,7 @@ CUresult attribute(const Allocation& a, CUdeviceptr ptr, CUpointer_attribute att
 
 }  // namespace
 
-FAKE_API CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute_,
-                                        CUdeviceptr ptr) {
+FAKE_API CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute_, CUdeviceptr ptr) {
   if (CUresult r = fake::checkInit()) return r;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Lock lock = fake::lockState();
@@ -77,8 +74,7 @@ FAKE_API CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribut
   return attribute(*a, ptr, attribute_, data);
 }
 
-FAKE_API CUresult cuPointerGetAttributes(unsigned int numAttributes,
-                                         CUpointer_attribute* attributes, void** data,
+FAKE_API CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data,
                                          CUdeviceptr ptr) {
   if (CUresult r = fake::checkInit()) return r;
   if (numAttributes > 0 && (attributes == nullptr || data == nullptr)) {
@@ -96,8 +92,7 @@ FAKE_API CUresult cuPointerGetAttributes(unsigned int numAttributes,
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute_,
-                                        CUdeviceptr ptr) {
+FAKE_API CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute_, CUdeviceptr ptr) {
   if (CUresult r = fake::checkInit()) return r;
   if (value == nullptr || attribute_ != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) {
     return CUDA_ERROR_INVALID_VALUE;

@@ -254,9 +254,7 @@ void readDynamic(const ElfW(Dyn) * dyn, SymbolTable* table) {
     if (dyn->d_tag == DT_HASH) sysvHash = reinterpret_cast<const uint32_t*>(p);
     if (dyn->d_tag == DT_GNU_HASH) gnuHash = reinterpret_cast<const uint32_t*>(p);
   }
-  table->count = sysvHash != nullptr  ? sysvHash[1]
-                 : gnuHash != nullptr ? gnuHashSymbolCount(gnuHash)
-                                      : 0;
+  table->count = sysvHash != nullptr ? sysvHash[1] : gnuHash != nullptr ? gnuHashSymbolCount(gnuHash) : 0;
 }
 
 int findSelf(dl_phdr_info* info, size_t, void* data) {
@@ -285,8 +283,7 @@ void* ownFunction(const char* name) {
   }();
   for (size_t i = 1; i < table.count && table.symbols != nullptr; ++i) {
     const ElfW(Sym)& sym = table.symbols[i];
-    if (sym.st_shndx == SHN_UNDEF || ELF32_ST_TYPE(sym.st_info) != STT_FUNC)
-      continue;  // == ELF64_ST_TYPE
+    if (sym.st_shndx == SHN_UNDEF || ELF32_ST_TYPE(sym.st_info) != STT_FUNC) continue;  // == ELF64_ST_TYPE
     if (std::strcmp(table.strings + sym.st_name, name) == 0) {
       return reinterpret_cast<void*>(table.base + sym.st_value);
     }
@@ -334,13 +331,11 @@ CUresult getProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint6
 
 }  // namespace
 
-FAKE_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
-                                   cuuint64_t flags) {
+FAKE_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
   return getProcAddress(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
-FAKE_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion,
-                                      cuuint64_t flags,
+FAKE_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                       CUdriverProcAddressQueryResult* symbolStatus) {
   return getProcAddress(symbol, pfn, cudaVersion, flags, symbolStatus);
 }

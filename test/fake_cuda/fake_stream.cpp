@@ -174,9 +174,7 @@ CUresult resolveStream(CUstream handle, DefaultStream d, CUstream_st** out) {
 
 }  // namespace fake
 
-FAKE_API CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
-  return createStream(phStream, Flags, 0);
-}
+FAKE_API CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) { return createStream(phStream, Flags, 0); }
 
 FAKE_API CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
   return createStream(phStream, flags, priority);
@@ -188,17 +186,12 @@ FAKE_API CUresult cuStreamDestroy_v2(CUstream hStream) { return destroyStream(hS
 
 FAKE_EXPORT_PTSZ(cuStreamSynchronize, streamSynchronize, (CUstream hStream), (hStream))
 FAKE_EXPORT_PTSZ(cuStreamQuery, streamQuery, (CUstream hStream), (hStream))
-FAKE_EXPORT_PTSZ(cuStreamWaitEvent, streamWaitEvent,
-                 (CUstream hStream, CUevent hEvent, unsigned int Flags), (hStream, hEvent, Flags))
+FAKE_EXPORT_PTSZ(cuStreamWaitEvent, streamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags),
+                 (hStream, hEvent, Flags))
 FAKE_EXPORT_PTSZ(cuStreamGetCtx, streamGetCtx, (CUstream hStream, CUcontext* pctx), (hStream, pctx))
-FAKE_EXPORT_PTSZ(cuStreamGetCtx_v2, streamGetCtx2,
-                 (CUstream hStream, CUcontext* pCtx, CUgreenCtx* pGreenCtx),
+FAKE_EXPORT_PTSZ(cuStreamGetCtx_v2, streamGetCtx2, (CUstream hStream, CUcontext* pCtx, CUgreenCtx* pGreenCtx),
                  (hStream, pCtx, pGreenCtx))
-FAKE_EXPORT_PTSZ(cuStreamGetDevice, streamGetDevice, (CUstream hStream, CUdevice* device),
-                 (hStream, device))
-FAKE_EXPORT_PTSZ(cuStreamGetId, streamGetId, (CUstream hStream, unsigned long long* streamId),
-                 (hStream, streamId))
-FAKE_EXPORT_PTSZ(cuStreamGetPriority, streamGetPriority, (CUstream hStream, int* priority),
-                 (hStream, priority))
-FAKE_EXPORT_PTSZ(cuStreamGetFlags, streamGetFlags, (CUstream hStream, unsigned int* flags),
-                 (hStream, flags))
+FAKE_EXPORT_PTSZ(cuStreamGetDevice, streamGetDevice, (CUstream hStream, CUdevice* device), (hStream, device))
+FAKE_EXPORT_PTSZ(cuStreamGetId, streamGetId, (CUstream hStream, unsigned long long* streamId), (hStream, streamId))
+FAKE_EXPORT_PTSZ(cuStreamGetPriority, streamGetPriority, (CUstream hStream, int* priority), (hStream, priority))
+FAKE_EXPORT_PTSZ(cuStreamGetFlags, streamGetFlags, (CUstream hStream, unsigned int* flags), (hStream, flags))

@@ -126,8 +126,7 @@ void apiEnter(FakeCudaApiCall* call) {
     const char* v = getenv("FAKE_CUPTI_CALL_US");
     return v ? int64_t{atoi(v)} * 1000 : 0;
   }();
-  for (int64_t until = spin_ns ? nowNs() + spin_ns : 0; nowNs() < until;) {
-  }
+  for (int64_t until = spin_ns ? nowNs() + spin_ns : 0; nowNs() < until;) {}
 }
 
 void apiExit(FakeCudaApiCall* call) { notify(CUPTI_API_EXIT, call); }

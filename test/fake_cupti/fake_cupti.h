@@ -80,8 +80,8 @@ void apiExit(FakeCudaApiCall* call);
 
 // A record written into a buffer, waiting for its op's end.
 struct PendingRecord {
-  size_t offset;            // in the buffer
-  int64_t startNs, endNs;   // the op's virtual span, CLOCK_MONOTONIC
+  size_t offset;           // in the buffer
+  int64_t startNs, endNs;  // the op's virtual span, CLOCK_MONOTONIC
 };
 
 // A client buffer: being filled, or closed and waiting for delivery.
@@ -106,10 +106,10 @@ struct Activity {
   CUpti_BuffersCallbackCompleteFunc completed = nullptr;
   int64_t clientOffsetNs = 0;  // client clock - CLOCK_MONOTONIC (timestamp callback; else 0)
   bool kernel = false, concurrentKernel = false, memcpy = false, memset = false;  // enabled kinds
-  bool armed = false;          // a kind was on since the last finalize
-  Buffer filling;              // data null: none yet
-  std::deque<Buffer> closed;   // in the order they were filled
-  size_t dropped = 0;          // since the last cuptiActivityGetNumDroppedRecords
+  bool armed = false;         // a kind was on since the last finalize
+  Buffer filling;             // data null: none yet
+  std::deque<Buffer> closed;  // in the order they were filled
+  size_t dropped = 0;         // since the last cuptiActivityGetNumDroppedRecords
 };
 
 Activity& activity();

@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "trace/reader.h"
 #include "test/fuzz/fuzz_cli.h"
+#include "trace/reader.h"
 
 namespace tf = cutrace::trace;
 

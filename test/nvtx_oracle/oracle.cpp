@@ -26,7 +26,7 @@ struct Range {
   uint32_t tid = 0;
 };
 std::mutex mu;
-std::vector<Range> ranges;                                  // in begin order
+std::vector<Range> ranges;                                               // in begin order
 std::map<std::pair<uint32_t, std::string>, std::vector<size_t>> stacks;  // (tid, domain) -> open
 std::map<uint64_t, size_t> started;
 std::vector<std::string> lines;  // marks, thread and category names, as received
@@ -52,7 +52,9 @@ std::string utf8(const wchar_t* w) {
     if (c < 0x80) o += char(c);
     else if (c < 0x800) o += char(0xC0 | c >> 6), o += char(0x80 | (c & 63));
     else if (c < 0x10000) o += char(0xE0 | c >> 12), o += char(0x80 | (c >> 6 & 63)), o += char(0x80 | (c & 63));
-    else o += char(0xF0 | c >> 18), o += char(0x80 | (c >> 12 & 63)), o += char(0x80 | (c >> 6 & 63)), o += char(0x80 | (c & 63));
+    else
+      o += char(0xF0 | c >> 18), o += char(0x80 | (c >> 12 & 63)), o += char(0x80 | (c >> 6 & 63)),
+          o += char(0x80 | (c & 63));
   }
   return o;
 }
@@ -67,7 +69,8 @@ std::string text(const nvtxEventAttributes_t* a) {
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? a->message.ascii : "";
     case NVTX_MESSAGE_TYPE_UNICODE: return utf8(a->message.unicode);
-    case NVTX_MESSAGE_TYPE_REGISTERED: return a->message.registered ? reinterpret_cast<const char*>(a->message.registered) : "";
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return a->message.registered ? reinterpret_cast<const char*>(a->message.registered) : "";
     default: return "";
   }
 }
@@ -118,7 +121,8 @@ void thread_name(uint32_t t, const std::string& name) {
   line("{\"type\":\"thread\",\"tid\":" + std::to_string(t) + ",\"name\":\"" + hex(name) + "\"}");
 }
 void category(const void* d, uint32_t id, const std::string& name) {
-  line("{\"type\":\"category\",\"domain\":\"" + hex(dom(d)) + "\",\"id\":" + std::to_string(id) + ",\"name\":\"" + hex(name) + "\"}");
+  line("{\"type\":\"category\",\"domain\":\"" + hex(dom(d)) + "\",\"id\":" + std::to_string(id) + ",\"name\":\"" +
+       hex(name) + "\"}");
 }
 
 struct Writer {
@@ -143,7 +147,9 @@ struct Writer {
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { mark(nullptr, text(a), cat(a), color(a)); }
 void NVTX_API MarkA(const char* m) { mark(nullptr, m ? m : "", 0, 0); }
 void NVTX_API MarkW(const wchar_t* m) { mark(nullptr, utf8(m), 0, 0); }
-nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return start(nullptr, text(a), cat(a), color(a)); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
+  return start(nullptr, text(a), cat(a), color(a));
+}
 nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return start(nullptr, m ? m : "", 0, 0); }
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) { return start(nullptr, utf8(m), 0, 0); }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { end(id); }
@@ -156,9 +162,13 @@ void NVTX_API NameCategoryW(uint32_t id, const wchar_t* n) { category(nullptr, i
 void NVTX_API NameOsThreadA(uint32_t t, const char* n) { thread_name(t, n ? n : ""); }
 void NVTX_API NameOsThreadW(uint32_t t, const wchar_t* n) { thread_name(t, utf8(n)); }
 void NVTX_API DMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { mark(d, text(a), cat(a), color(a)); }
-nvtxRangeId_t NVTX_API DStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return start(d, text(a), cat(a), color(a)); }
+nvtxRangeId_t NVTX_API DStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return start(d, text(a), cat(a), color(a));
+}
 void NVTX_API DEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
-int NVTX_API DPushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { return push(d, text(a), cat(a), color(a)); }
+int NVTX_API DPushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return push(d, text(a), cat(a), color(a));
+}
 int NVTX_API DPop(nvtxDomainHandle_t d) { return pop(d); }
 void NVTX_API DNameCategoryA(nvtxDomainHandle_t d, uint32_t id, const char* n) { category(d, id, n ? n : ""); }
 void NVTX_API DNameCategoryW(nvtxDomainHandle_t d, uint32_t id, const wchar_t* n) { category(d, id, utf8(n)); }
@@ -168,8 +178,12 @@ nvtxStringHandle_t NVTX_API DRegA(nvtxDomainHandle_t, const char* s) {
 nvtxStringHandle_t NVTX_API DRegW(nvtxDomainHandle_t, const wchar_t* s) {
   return reinterpret_cast<nvtxStringHandle_t>(const_cast<char*>(keep(utf8(s))));
 }
-nvtxDomainHandle_t NVTX_API DCreateA(const char* n) { return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(keep(n ? n : ""))); }
-nvtxDomainHandle_t NVTX_API DCreateW(const wchar_t* n) { return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(keep(utf8(n)))); }
+nvtxDomainHandle_t NVTX_API DCreateA(const char* n) {
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(keep(n ? n : "")));
+}
+nvtxDomainHandle_t NVTX_API DCreateW(const wchar_t* n) {
+  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<char*>(keep(utf8(n))));
+}
 void NVTX_API DDestroy(nvtxDomainHandle_t) {}
 void NVTX_API Init(const void*) {}
 
@@ -186,7 +200,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
   NvtxFunctionTable t = nullptr;
   unsigned n = 0;
   if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n)) {
-    set(t, n, NVTX_CBID_CORE_MarkEx, MarkEx), set(t, n, NVTX_CBID_CORE_MarkA, MarkA), set(t, n, NVTX_CBID_CORE_MarkW, MarkW);
+    set(t, n, NVTX_CBID_CORE_MarkEx, MarkEx), set(t, n, NVTX_CBID_CORE_MarkA, MarkA),
+        set(t, n, NVTX_CBID_CORE_MarkW, MarkW);
     set(t, n, NVTX_CBID_CORE_RangeStartEx, RangeStartEx), set(t, n, NVTX_CBID_CORE_RangeStartA, RangeStartA);
     set(t, n, NVTX_CBID_CORE_RangeStartW, RangeStartW), set(t, n, NVTX_CBID_CORE_RangeEnd, RangeEnd);
     set(t, n, NVTX_CBID_CORE_RangePushEx, RangePushEx), set(t, n, NVTX_CBID_CORE_RangePushA, RangePushA);
@@ -198,7 +213,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     set(t, n, NVTX_CBID_CORE2_DomainMarkEx, DMarkEx), set(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, DStartEx);
     set(t, n, NVTX_CBID_CORE2_DomainRangeEnd, DEnd), set(t, n, NVTX_CBID_CORE2_DomainRangePushEx, DPushEx);
     set(t, n, NVTX_CBID_CORE2_DomainRangePop, DPop), set(t, n, NVTX_CBID_CORE2_DomainNameCategoryA, DNameCategoryA);
-    set(t, n, NVTX_CBID_CORE2_DomainNameCategoryW, DNameCategoryW), set(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, DRegA);
+    set(t, n, NVTX_CBID_CORE2_DomainNameCategoryW, DNameCategoryW),
+        set(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, DRegA);
     set(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, DRegW), set(t, n, NVTX_CBID_CORE2_DomainCreateA, DCreateA);
     set(t, n, NVTX_CBID_CORE2_DomainCreateW, DCreateW), set(t, n, NVTX_CBID_CORE2_DomainDestroy, DDestroy);
     set(t, n, NVTX_CBID_CORE2_Initialize, Init);

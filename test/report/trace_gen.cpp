@@ -113,7 +113,8 @@ int write_rank(const std::string& dir, int rank, int ranks, int steps, int kerne
   const char* names[] = {"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn",
                          "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>",
                          "flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4, false, false, cutlass::half_t>>",
-                         "void at::native::reduce_kernel<512, 1>", "layer_norm_fwd_kernel_fp32",
+                         "void at::native::reduce_kernel<512, 1>",
+                         "layer_norm_fwd_kernel_fp32",
                          "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"};
   std::vector<uint32_t> ids;
   for (const char* n : names) ids.push_back(w.intern(n));

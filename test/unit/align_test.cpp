@@ -5,10 +5,10 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/reader.h"
 #include "test/unit/job_fixture.h"
 #include "test/unit/temp_dir.h"
 #include "tools/analysis/align.h"
+#include "trace/reader.h"
 
 using namespace cutrace;
 using cutrace_test::SimJob;

@@ -11,7 +11,6 @@
 #include "tools/analysis/breakdown.h"
 #include "tools/analysis/summary_model.h"
 
-
 using namespace cutrace;
 using namespace summary_fixture;
 
@@ -23,9 +22,8 @@ namespace {
 //   idle [700,800): K2 compute [800,1000) ready 650 <= 700: kernel wait
 //   S1 set [950,1100) ready 900         K3 compute [1100,1200) ready 1150
 std::vector<GpuInterval> hand_built() {
-  return {{100, 300, 0, GpuWork::Compute},   {600, 700, 550, GpuWork::Memcpy},
-          {800, 1000, 650, GpuWork::Compute}, {1100, 1200, 1150, GpuWork::Compute},
-          {200, 500, 50, GpuWork::Comm},      {950, 1100, 900, GpuWork::Memset}};
+  return {{100, 300, 0, GpuWork::Compute},      {600, 700, 550, GpuWork::Memcpy}, {800, 1000, 650, GpuWork::Compute},
+          {1100, 1200, 1150, GpuWork::Compute}, {200, 500, 50, GpuWork::Comm},    {950, 1100, 900, GpuWork::Memset}};
 }
 
 void check_hand_built(const GpuBreakdown& b, int64_t offset = 0) {
@@ -86,7 +84,8 @@ TEST_CASE("breakdown does not depend on the arrival order within the reorder win
   std::sort(sorted.begin(), sorted.end(), [](const GpuInterval& a, const GpuInterval& b) {
     return a.start != b.start ? a.start < b.start : a.ready < b.ready;
   });
-  for (size_t i = 0; i + 12 <= many.size(); i += 12) std::shuffle(many.begin() + long(i), many.begin() + long(i + 12), rng);
+  for (size_t i = 0; i + 12 <= many.size(); i += 12)
+    std::shuffle(many.begin() + long(i), many.begin() + long(i + 12), rng);
   DeviceTimeline a(64), b(64);
   for (const GpuInterval& iv : many) a.add(iv);
   for (const GpuInterval& iv : sorted) b.add(iv);

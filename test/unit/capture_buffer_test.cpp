@@ -88,7 +88,8 @@ TEST_CASE("capture buffer: copies, sets and memory records round-trip") {
 TEST_CASE("capture buffer: annotation names are copied whole, or cut before a UTF-8 continuation byte") {
   RawRecord r{};
   r.kind = RawKind::RangePush, r.flags = kRawNameSlot, r.t0 = 9;
-  r.nvtx.domain = reinterpret_cast<const void*>(0x42), r.nvtx.category = 3, r.nvtx.color = 0xff00ff00, r.nvtx.source = 1;
+  r.nvtx.domain = reinterpret_cast<const void*>(0x42), r.nvtx.category = 3, r.nvtx.color = 0xff00ff00,
+  r.nvtx.source = 1;
   std::string text = "forward/attention";
   std::vector<uint8_t> buf(kNoteFixedBytes + kMaxInlineName);
   uint32_t n = pack_note(r, text.data(), inline_name_len(text.data(), text.size()), buf.data());
@@ -148,7 +149,8 @@ TEST_CASE("capture buffer: a push keeps its level, a pop its level and domain, a
   CHECK(u.nvtx.id == 250);
   CHECK(u.nvtx.domain == r.nvtx.domain);
   r = RawRecord{};
-  r.kind = RawKind::CategoryName, r.flags = kRawNameSlot, r.nvtx.id = 9, r.nvtx.domain = reinterpret_cast<const void*>(0x99);
+  r.kind = RawKind::CategoryName, r.flags = kRawNameSlot, r.nvtx.id = 9,
+  r.nvtx.domain = reinterpret_cast<const void*>(0x99);
   pack_note(r, "io", 2, buf.data());
   unpack(buf.data(), &u, &name);
   CHECK(u.kind == RawKind::CategoryName);

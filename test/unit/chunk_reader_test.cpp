@@ -1,12 +1,12 @@
 // The collector's reading of one thread's chunk chain (collector/chunk_reader.h), fed by the
 // thread's own reserve/commit: every record once and in order across chunks, the horizon that
 // keeps later calls for the next round, drained chunks back in the pool, and "fully read".
+#include "collector/chunk_reader.h"
 #include <doctest/doctest.h>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
-#include "collector/chunk_reader.h"
 #include "runtime/raw_pack.h"
 #include "runtime/record_buffer.h"
 

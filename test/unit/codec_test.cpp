@@ -81,7 +81,7 @@ TEST_CASE("packed records come back byte for byte, whatever their values") {
         k.pad = 0;
         if (i % 3 == 0) k.op.gpu_start = k.op.gpu_end = 0;  // "not measured"
         if (i % 5 == 0) k.op.gpu_start = k.op.cpu_end + small;
-        if (i % 7) k.op.tid = uint32_t(i % 300);  // more threads than lane slots: collisions
+        if (i % 7) k.op.tid = uint32_t(i % 300);            // more threads than lane slots: collisions
         if (i % 11) std::memset(k.grid, 0, sizeof k.grid);  // some configurations repeat
         recs.push_back(rec(k, trace::RecType::Kernel));
         break;
@@ -329,9 +329,9 @@ TEST_CASE("a bad packed block keeps exactly the kernel configurations before its
   // A good block: one kernel of config 5, every field 0.
   std::vector<std::string> cols(trace::kColumnCount);
   cols[trace::kColTag] = std::string(1, char(trace::RecType::Kernel));
-  for (trace::Column col : {trace::kColCorr, trace::kColThread, trace::kColStream, trace::kColDevice, trace::kColApi,
-                          trace::kColFlags, trace::kColResult, trace::kColCpuBegin, trace::kColCpuDuration,
-                          trace::kColGpuStart, trace::kColGpuDuration})
+  for (trace::Column col :
+       {trace::kColCorr, trace::kColThread, trace::kColStream, trace::kColDevice, trace::kColApi, trace::kColFlags,
+        trace::kColResult, trace::kColCpuBegin, trace::kColCpuDuration, trace::kColGpuStart, trace::kColGpuDuration})
     cols[col] = std::string(1, '\0');
   cols[trace::kColConfig] = std::string(1, '\5');
   const std::vector<char> kernel_block = packed_payload(cols);

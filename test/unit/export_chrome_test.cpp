@@ -22,9 +22,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kT0 = 1'000'000'000;         // capture start, file clock
-constexpr int64_t kOffset = 5'000'000'123;     // file clock -> common clock
-constexpr int64_t kBase = 6'000'000'000;       // floor to whole us of kT0 + kOffset
+constexpr int64_t kT0 = 1'000'000'000;      // capture start, file clock
+constexpr int64_t kOffset = 5'000'000'123;  // file clock -> common clock
+constexpr int64_t kBase = 6'000'000'000;    // floor to whole us of kT0 + kOffset
 
 struct Exported {
   TempDir dir;
@@ -292,7 +292,8 @@ TEST_CASE("chrome: hostile names are escaped, and come back intact") {
   CHECK(o == "\"a\\u0001\\n\\t\\\"\\\\b\\ufffd\xc3\xa9\\u2028z\"");
   CHECK(json::parse(o).get<std::string>() == "a\x01\n\t\"\\b\xef\xbf\xbd\xc3\xa9\xe2\x80\xa8z");
   o.clear();
-  append_json_string(o, std::string("\xe0\x80\x80\xed\xa0\x80\xf4\x90\x80\x80", 10));  // overlong, surrogate, > U+10FFFF
+  append_json_string(o,
+                     std::string("\xe0\x80\x80\xed\xa0\x80\xf4\x90\x80\x80", 10));  // overlong, surrogate, > U+10FFFF
   CHECK(json::parse(o).get<std::string>().find("\xef\xbf\xbd") == 0);
   CHECK(o.find('\xe0') == std::string::npos);
 }

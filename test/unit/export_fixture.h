@@ -10,10 +10,10 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/format.h"
-#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
 #include "tools/analysis/align.h"
+#include "trace/format.h"
+#include "trace/writer.h"
 
 namespace export_fixture {
 
@@ -34,7 +34,14 @@ inline std::string read_file(const std::string& path) {
 }
 
 // Api ids of the builder.
-enum Api : uint16_t { kLaunch = 1, kMemcpyAsync = 2, kMemsetAsync = 3, kStreamSync = 4, kMemAlloc = 5, kEventRecord = 6 };
+enum Api : uint16_t {
+  kLaunch = 1,
+  kMemcpyAsync = 2,
+  kMemsetAsync = 3,
+  kStreamSync = 4,
+  kMemAlloc = 5,
+  kEventRecord = 6
+};
 
 class Builder {
  public:
@@ -80,8 +87,8 @@ class Builder {
   }
 
   // gpu_start/gpu_end 0: no GPU time. Returns the correlation id.
-  uint64_t kernel(const char* name, int64_t cpu_b, int64_t cpu_e, int64_t gpu_s, int64_t gpu_e,
-                  uint32_t stream = 1, uint32_t tid = 0) {
+  uint64_t kernel(const char* name, int64_t cpu_b, int64_t cpu_e, int64_t gpu_s, int64_t gpu_e, uint32_t stream = 1,
+                  uint32_t tid = 0) {
     trace::KernelRec k{};
     op(k.op, kLaunch, cpu_b, cpu_e, gpu_s, gpu_e, stream, tid);
     k.name_id = w_.intern(name);
@@ -204,8 +211,8 @@ class Builder {
   void close() { REQUIRE(w_.close(0, trace::kEndClean)); }
 
  private:
-  void op(trace::OpCommon& o, uint16_t api, int64_t cpu_b, int64_t cpu_e, int64_t gpu_s, int64_t gpu_e,
-          uint32_t stream, uint32_t tid) {
+  void op(trace::OpCommon& o, uint16_t api, int64_t cpu_b, int64_t cpu_e, int64_t gpu_s, int64_t gpu_e, uint32_t stream,
+          uint32_t tid) {
     o.corr = ++corr_;
     o.cpu_begin = cpu_b;
     o.cpu_end = cpu_e;

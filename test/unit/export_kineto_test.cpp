@@ -13,13 +13,13 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/format.h"
-#include "trace/writer.h"
 #include "test/unit/export_fixture.h"
 #include "tools/export/common.h"
+#include "tools/export/exports.h"
 #include "tools/export/kineto.h"
 #include "tools/export/plan.h"
-#include "tools/export/exports.h"
+#include "trace/format.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 using export_fixture::read_file;
@@ -46,8 +46,8 @@ struct Rank {
   uint32_t pid;
   uint16_t device;
   uint64_t corr = 0, range_id = 0;
-  int64_t t;          // host clock
-  int64_t gpu[3]{};   // per stream: when its last work ends
+  int64_t t;         // host clock
+  int64_t gpu[3]{};  // per stream: when its last work ends
   uint64_t event = 0xe000;
   bool range_ids = true;  // false: every range has id 0, as traces of older writers have
 
@@ -66,9 +66,9 @@ struct Rank {
     c.realtime_ns = t + 1'700'000'000'000'000'000;
     w.add(c, trace::RecType::ClockSync);
     const std::pair<Api, const char*> apis[] = {
-        {kLaunch, "cuLaunchKernel"},    {kCopy, "cuMemcpyHtoDAsync"}, {kSet, "cuMemsetD32Async"},
+        {kLaunch, "cuLaunchKernel"},          {kCopy, "cuMemcpyHtoDAsync"},   {kSet, "cuMemsetD32Async"},
         {kStreamSync, "cuStreamSynchronize"}, {kCtxSync, "cuCtxSynchronize"}, {kRecord, "cuEventRecord"},
-        {kWait, "cuStreamWaitEvent"},   {kAlloc, "cuMemAlloc"},       {kLaunchEx, "cuLaunchKernelEx"}};
+        {kWait, "cuStreamWaitEvent"},         {kAlloc, "cuMemAlloc"},         {kLaunchEx, "cuLaunchKernelEx"}};
     for (const auto& [id, name] : apis) w.api_name(id, name);
     trace::DeviceRec d{};
     d.device = device;
@@ -206,7 +206,8 @@ struct Rank {
     set();
     kernel("adam", kCompute, 8'000);
     range("optimizer", opt, 1);
-    sync(trace::SyncKind::Stream, kStreamSync, kCompute, 0, std::max<int64_t>(std::max(gpu[kCompute], gpu[kNccl]) - t, 0) + 1000);
+    sync(trace::SyncKind::Stream, kStreamSync, kCompute, 0,
+         std::max<int64_t>(std::max(gpu[kCompute], gpu[kNccl]) - t, 0) + 1000);
     range(("ProfilerStep#" + std::to_string(n)).c_str(), step_b, 0);
   }
 
@@ -245,12 +246,12 @@ struct Job {
       Rank(files.back(), r, 2).job();
     }
     std::string err;
-    REQUIRE_MESSAGE(export_chrome(files, export_fixture::alignment_of({{files[0], 0}, {files[1], 0}}),
-                                  dir.path + "/json", &err),
-                    err);
+    REQUIRE_MESSAGE(
+        export_chrome(files, export_fixture::alignment_of({{files[0], 0}, {files[1], 0}}), dir.path + "/json", &err),
+        err);
     for (int r = 0; r < 2; ++r) {
-      texts.push_back(read_file(dir.path + "/json/node-0.rank" + std::to_string(r) + ".pid" +
-                                std::to_string(100 + r) + ".json"));
+      texts.push_back(
+          read_file(dir.path + "/json/node-0.rank" + std::to_string(r) + ".pid" + std::to_string(100 + r) + ".json"));
       docs.push_back(json::parse(texts.back()));
       pids.push_back(100 + r);
     }
@@ -364,10 +365,14 @@ TEST_CASE("kineto shape: only GPU events carry stream and device; GPU events on 
 TEST_CASE("kineto shape: runtime names, CUPTI cbids, one host call per GPU op by correlation") {
   Job j;
   const std::map<std::string, std::pair<int, std::string>> runtime = {
-      {"cudaLaunchKernel", {211, "cuLaunchKernel"}},   {"cudaLaunchKernelExC", {430, "cuLaunchKernelEx"}},
-      {"cudaMemcpyAsync", {41, "cuMemcpyHtoDAsync"}},  {"cudaMemsetAsync", {51, "cuMemsetD32Async"}},
-      {"cudaEventRecord", {135, "cuEventRecord"}},     {"cudaStreamWaitEvent", {147, "cuStreamWaitEvent"}},
-      {"cudaStreamSynchronize", {131, "cuStreamSynchronize"}}, {"cudaDeviceSynchronize", {165, "cuCtxSynchronize"}},
+      {"cudaLaunchKernel", {211, "cuLaunchKernel"}},
+      {"cudaLaunchKernelExC", {430, "cuLaunchKernelEx"}},
+      {"cudaMemcpyAsync", {41, "cuMemcpyHtoDAsync"}},
+      {"cudaMemsetAsync", {51, "cuMemsetD32Async"}},
+      {"cudaEventRecord", {135, "cuEventRecord"}},
+      {"cudaStreamWaitEvent", {147, "cuStreamWaitEvent"}},
+      {"cudaStreamSynchronize", {131, "cuStreamSynchronize"}},
+      {"cudaDeviceSynchronize", {165, "cuCtxSynchronize"}},
       {"cudaMalloc", {20, "cuMemAlloc"}}};
   for (const json& d : j.docs) {
     std::map<int64_t, std::vector<json>> host_by_corr;
@@ -394,8 +399,10 @@ TEST_CASE("kineto shape: runtime names, CUPTI cbids, one host call per GPU op by
       CHECK(it->second.size() == 1);
       std::string host = it->second[0]["name"];
       std::string cat = ev["cat"];
-      CHECK(host == (cat == "gpu_memcpy" ? "cudaMemcpyAsync" : cat == "gpu_memset" ? "cudaMemsetAsync"
-                     : ev["name"] == kAllReduce ? "cudaLaunchKernelExC" : "cudaLaunchKernel"));
+      CHECK(host == (cat == "gpu_memcpy"        ? "cudaMemcpyAsync"
+                     : cat == "gpu_memset"      ? "cudaMemsetAsync"
+                     : ev["name"] == kAllReduce ? "cudaLaunchKernelExC"
+                                                : "cudaLaunchKernel"));
       // Kineto's External id: the same on the launch and on its GPU op.
       CHECK(it->second[0]["args"].value("External id", -1) == ev["args"].value("External id", -1));
     }
@@ -422,8 +429,8 @@ TEST_CASE("kineto shape: GPU user annotations on the stream tids; kernels attrib
         if (overlaps && (!leaf || ns(a["dur"]) < ns((*leaf)["dur"]))) leaf = &a;
       }
       std::string name = k["name"];
-      std::string want = name == "gemm" || name == "zero_length" ? "forward"
-                         : name == "gemm_bwd" || name == kAllReduce ? "backward"
+      std::string want = name == "gemm" || name == "zero_length"      ? "forward"
+                         : name == "gemm_bwd" || name == kAllReduce   ? "backward"
                          : name == "adam" || k["cat"] == "gpu_memset" ? "optimizer"
                                                                       : "";
       INFO(k.dump());
@@ -568,14 +575,15 @@ TEST_CASE("kineto shape: no overlapping slices on any track; flows bind to their
 }
 
 TEST_CASE("nest_slices: an overlap moves the slice by the smaller amount; nested slices stay") {
-  std::vector<exporter::Slice> v = {{0, 100, 1}, {82, 200, 2}, {10, 20, 3}, {190, 195, 4}, {300, 400, 5}, {310, 420, 6}};
+  std::vector<exporter::Slice> v = {{0, 100, 1},   {82, 200, 2},  {10, 20, 3},
+                                    {190, 195, 4}, {300, 400, 5}, {310, 420, 6}};
   exporter::nest_slices(v);
   std::map<uint64_t, exporter::Slice> by;
   for (const auto& s : v) by[s.ord] = s;
   CHECK(by[2].b == 100);  // 18 ns inside: starts where the other ends
   CHECK(by[2].e == 200);
   CHECK(by[2].moved);
-  CHECK(!by[3].moved);    // nested
+  CHECK(!by[3].moved);  // nested
   CHECK(!by[4].moved);
   CHECK(by[6].b == 310);  // 20 ns past the end of a 100 ns slice it started 10 ns into: ends with it
   CHECK(by[6].e == 400);
@@ -591,7 +599,8 @@ TEST_CASE("kineto names: runtime counterparts, driver-only calls, NCCL kernel na
   CHECK(kineto::call_name("cuMemAlloc_v2").name == "cudaMalloc");
   CHECK(kineto::call_name("cuLaunchKernel_ptsz").name == "cudaLaunchKernel");
   kineto::Collective c;
-  REQUIRE(kineto::nccl_collective("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", &c));
+  REQUIRE(
+      kineto::nccl_collective("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", &c));
   CHECK(c.name == "allgather");
   CHECK(c.dtype == "Char");
   REQUIRE(kineto::nccl_collective("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", &c));
@@ -618,7 +627,8 @@ TEST_CASE("kineto shape: ranges without ids still get one GPU annotation each") 
     ++anno[{a["name"], a["tid"]}];
     CHECK(!a["args"].contains("External id"));
   }
-  CHECK(anno == std::map<std::pair<std::string, int64_t>, int>{
-                    {{"forward", kCompute}, 3}, {{"backward", kCompute}, 3}, {{"backward", kNccl}, 3},
-                    {{"optimizer", kCompute}, 3}});
+  CHECK(anno == std::map<std::pair<std::string, int64_t>, int>{{{"forward", kCompute}, 3},
+                                                               {{"backward", kCompute}, 3},
+                                                               {{"backward", kNccl}, 3},
+                                                               {{"optimizer", kCompute}, 3}});
 }

@@ -24,8 +24,8 @@ namespace {
 struct Field {
   uint32_t num = 0;
   uint32_t wire = 0;
-  uint64_t v = 0;        // varint / fixed64 value
-  std::string_view b;    // length-delimited bytes
+  uint64_t v = 0;      // varint / fixed64 value
+  std::string_view b;  // length-delimited bytes
 };
 
 uint64_t varint(std::string_view s, size_t& i) {
@@ -86,7 +86,7 @@ struct Desc {
   uint64_t unit = 0;
   std::string unit_name;  // CounterDescriptor.unit_name
   uint32_t seq = 0;
-  bool has_ts = false;    // the descriptor's packet has a timestamp
+  bool has_ts = false;  // the descriptor's packet has a timestamp
   uint64_t ts = 0;
 };
 
@@ -223,9 +223,18 @@ Decoded decode(const std::string& bytes) {
         case 11: e.track = f.v; break;
         case 10: e.name = d.names[s].count(f.v) ? d.names[s][f.v] : "(no iid " + std::to_string(f.v) + ")"; break;
         case 3: e.cats.push_back(d.cats[s][f.v]); break;
-        case 47: CHECK(f.wire == 1); e.flows.push_back(f.v); break;
-        case 48: CHECK(f.wire == 1); e.terminating.push_back(f.v); break;
-        case 30: e.has_int = true; e.i = int64_t(f.v); break;
+        case 47:
+          CHECK(f.wire == 1);
+          e.flows.push_back(f.v);
+          break;
+        case 48:
+          CHECK(f.wire == 1);
+          e.terminating.push_back(f.v);
+          break;
+        case 30:
+          e.has_int = true;
+          e.i = int64_t(f.v);
+          break;
         case 44: {
           CHECK(f.wire == 1);
           e.has_double = true;
@@ -318,7 +327,9 @@ TEST_CASE("perfetto: protobuf encoding primitives") {
   CHECK(o == std::string("\xf9\x02\x08\x07\x06\x05\x04\x03\x02\x01", 10));
   o.clear();
   pb::bytes(o, 2, "abc");
-  CHECK(o == "\x12\x03" "abc");
+  CHECK(o ==
+        "\x12\x03"
+        "abc");
 }
 
 TEST_CASE("perfetto: packets, interning and track descriptors") {
@@ -439,7 +450,8 @@ TEST_CASE("perfetto: slices balance and nest; GPU work on its stream at exact ti
   size_t inner_gpu = 0;
   bool found = false;
   for (size_t i = 0; i < d.events.size(); ++i)
-    if (d.events[i].track == proj->uuid && d.events[i].type == 1 && d.events[i].name == "inner") inner_gpu = i, found = true;
+    if (d.events[i].track == proj->uuid && d.events[i].type == 1 && d.events[i].name == "inner")
+      inner_gpu = i, found = true;
   REQUIRE(found);
   CHECK(parents[inner_gpu] == std::vector<std::string>{"async", "step"});
   CHECK(d.events[inner_gpu].cats == std::vector<std::string>{"gpu_user_annotation"});
@@ -528,7 +540,8 @@ TEST_CASE("perfetto: ranks are sequences of one file; a pid seen twice is kept a
     b.close();
   }
   std::string err;
-  REQUIRE_MESSAGE(export_perfetto({r0, r1}, alignment_of({{r0, 100}, {r1, 200}}), dir.path + "/two.pftrace", &err), err);
+  REQUIRE_MESSAGE(export_perfetto({r0, r1}, alignment_of({{r0, 100}, {r1, 200}}), dir.path + "/two.pftrace", &err),
+                  err);
   Decoded d = decode(read_file(dir.path + "/two.pftrace"));
   replay(d);
   CHECK(d.interned_packets[1] == 1);

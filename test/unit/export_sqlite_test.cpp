@@ -12,18 +12,18 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/reader.h"
-#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
 namespace {
 
-constexpr uint16_t kLaunch = 1, kMemcpyApi = 2, kMemsetApi = 3, kStreamSync = 4, kCtxSync = 5,
-                   kEventQuery = 6, kAlloc = 7, kFree = 8, kEventRecord = 9, kGraphLaunch = 10;
+constexpr uint16_t kLaunch = 1, kMemcpyApi = 2, kMemsetApi = 3, kStreamSync = 4, kCtxSync = 5, kEventQuery = 6,
+                   kAlloc = 7, kFree = 8, kEventRecord = 9, kGraphLaunch = 10;
 
 // One process's trace, written to a file. Times are this file's monotonic ns.
 class Trace {
@@ -190,9 +190,9 @@ std::string one(sqlite3* db, const std::string& sql) {
   return r[0][0];
 }
 
-// Rank 0 (pid 100) and rank 1 (pid 200) of one host, each on its own GPU, seen as device 0. On the common clock, rank 0's monotonic
-// 1,000,000 is session start (offset 5e9); rank 1 starts 500 us later (offset 4.9995e9, start
-// 2,000,000). So session ns = rank 0 ns - 1,000,000 = rank 1 ns - 1,500,000.
+// Rank 0 (pid 100) and rank 1 (pid 200) of one host, each on its own GPU, seen as device 0. On the common clock, rank
+// 0's monotonic 1,000,000 is session start (offset 5e9); rank 1 starts 500 us later (offset 4.9995e9, start 2,000,000).
+// So session ns = rank 0 ns - 1,000,000 = rank 1 ns - 1,500,000.
 struct Fixture {
   cutrace_test::TempDir dir{"cutrace_sqlite_test"};
   std::vector<std::string> files;
@@ -203,9 +203,10 @@ struct Fixture {
     files = {dir.path + "/node-a.rank0.pid100.cutrace", dir.path + "/node-a.rank1.pid200.cutrace"};
     Trace a(files[0], "node-a", 0, 100, 1'000'000);
     a.set_tid(100);
-    a.kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-             "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-             1'100'000, 1'100'500, 1'000);
+    a.kernel(
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+        1'100'000, 1'100'500, 1'000);
     a.kernel("gemm", 1'200'000, 1'200'500, 2'000);
     a.kernel("gemm", 1'300'000, 1'303'000, 4'000);
     a.kernel("gemm", 1'400'000, 0, 0, trace::kOpNoGpuTime);  // untimed: runtime row only
@@ -248,7 +249,9 @@ struct Fixture {
 
 struct Db {
   sqlite3* db = nullptr;
-  explicit Db(const std::string& path) { REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK); }
+  explicit Db(const std::string& path) {
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  }
   ~Db() { sqlite3_close(db); }
 };
 
@@ -300,8 +303,9 @@ TEST_CASE("sqlite export: times are ns since the session start on the common clo
   Db d(f.db_path);
   CHECK(one(d.db, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME") == "5001000000");
   // Rank 0: ns - 1,000,000; rank 1: ns - 1,500,000.
-  CHECK(query(d.db, "SELECT globalPid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
-                    "ON k.demangledName = s.id WHERE s.value = 'gemm' ORDER BY start") ==
+  CHECK(query(d.db,
+              "SELECT globalPid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+              "ON k.demangledName = s.id WHERE s.value = 'gemm' ORDER BY start") ==
         Rows{{std::to_string(kGpid0), "200500", "202500"},
              {std::to_string(kGpid0), "303000", "307000"},
              {std::to_string(kGpid1), "600500", "608500"}});
@@ -319,25 +323,29 @@ TEST_CASE("sqlite export: every GPU row has its host call in RUNTIME by correlat
               "SELECT s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
               "ON k.correlationId = r.correlationId JOIN StringIds s ON r.nameId = s.id GROUP BY 1") ==
         Rows{{"cuLaunchKernel", "6"}});
-  for (const char* t : {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-                        "CUDA_GPU_MEMORY_USAGE_EVENTS"}) {
+  for (const char* t :
+       {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "CUDA_GPU_MEMORY_USAGE_EVENTS"}) {
     CAPTURE(t);
-    CHECK(one(d.db, std::string("SELECT count(*) FROM ") + t + " g LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON "
-                    "g.correlationId = r.correlationId WHERE r.correlationId IS NULL") == "0");
+    CHECK(one(d.db, std::string("SELECT count(*) FROM ") + t +
+                        " g LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON "
+                        "g.correlationId = r.correlationId WHERE r.correlationId IS NULL") == "0");
   }
   // The GPU row runs after its launch on the same process, and correlation ids are unique.
-  CHECK(one(d.db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON "
-                  "k.correlationId = r.correlationId WHERE k.start < r.start OR "
-                  "k.globalPid != r.globalTid / 0x1000000 * 0x1000000") == "0");
+  CHECK(one(d.db,
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON "
+            "k.correlationId = r.correlationId WHERE k.start < r.start OR "
+            "k.globalPid != r.globalTid / 0x1000000 * 0x1000000") == "0");
   CHECK(one(d.db, "SELECT count(*) - count(DISTINCT correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME") == "0");
   // One RUNTIME row per traced call: 7 kernels + 4 copies + 1 memset + 3 syncs + 2 memory + 1 api,
   // and 2 kernels on rank 1. Every process's calls carry its pid and the thread's tid.
-  CHECK(query(d.db, "SELECT globalTid / 0x1000000 % 0x1000000, globalTid % 0x1000000, count(*) FROM "
-                    "CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2 ORDER BY 1") ==
+  CHECK(query(d.db,
+              "SELECT globalTid / 0x1000000 % 0x1000000, globalTid % 0x1000000, count(*) FROM "
+              "CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2 ORDER BY 1") ==
         Rows{{"100", "100", "18"}, {"200", "200", "2"}});
-  CHECK(query(d.db, "SELECT s.value, r.returnValue, r.eventClass FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN "
-                    "StringIds s ON s.id = r.nameId WHERE s.value IN ('cuEventQuery', 'cuEventRecord') ORDER BY 1") ==
+  CHECK(query(d.db,
+              "SELECT s.value, r.returnValue, r.eventClass FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN "
+              "StringIds s ON s.id = r.nameId WHERE s.value IN ('cuEventQuery', 'cuEventRecord') ORDER BY 1") ==
         Rows{{"cuEventQuery", "600", "1"}, {"cuEventRecord", "0", "1"}});
 }
 
@@ -363,14 +371,16 @@ TEST_CASE("sqlite export: copies, sets, syncs and memory with nsys's enum values
   CHECK(query(d.db, "SELECT k.label FROM CUPTI_ACTIVITY_KIND_MEMSET m JOIN ENUM_CUDA_MEM_KIND k ON k.id = m.memKind") ==
         Rows{{"Device"}});
   // Syncs: the event query is a RUNTIME row only.
-  CHECK(query(d.db, "SELECT e.name, y.end - y.start, y.streamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y "
-                    "JOIN ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType ORDER BY y.start") ==
+  CHECK(query(d.db,
+              "SELECT e.name, y.end - y.start, y.streamId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION y "
+              "JOIN ENUM_CUPTI_SYNC_TYPE e ON e.id = y.syncType ORDER BY y.start") ==
         Rows{{"CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE", "5000", "2"},
              {"CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE", "6000", "0"}});
   // The free takes its size from the allocation.
-  CHECK(query(d.db, "SELECT o.label, u.bytes, u.address, k.label FROM CUDA_GPU_MEMORY_USAGE_EVENTS u "
-                    "JOIN ENUM_CUDA_DEV_MEM_EVENT_OPER o ON o.id = u.memoryOperationType "
-                    "JOIN ENUM_CUDA_MEM_KIND k ON k.id = u.memKind ORDER BY u.start") ==
+  CHECK(query(d.db,
+              "SELECT o.label, u.bytes, u.address, k.label FROM CUDA_GPU_MEMORY_USAGE_EVENTS u "
+              "JOIN ENUM_CUDA_DEV_MEM_EVENT_OPER o ON o.id = u.memoryOperationType "
+              "JOIN ENUM_CUDA_MEM_KIND k ON k.id = u.memKind ORDER BY u.start") ==
         Rows{{"Allocation", "1048576", "28672", "Device"}, {"Deallocation", "1048576", "28672", "Device"}});
 }
 
@@ -380,25 +390,26 @@ TEST_CASE("sqlite export: NVTX events, domains and threads") {
   REQUIRE_MESSAGE(export_sqlite(f.files, f.align, f.db_path, &err), err);
   Db d(f.db_path);
   std::string t100 = std::to_string(kGpid0 | 100), t101 = std::to_string(kGpid0 | 101);
-  CHECK(query(d.db, "SELECT start, end, eventType, rangeId, category, color, text, globalTid, endGlobalTid, "
-                    "domainId FROM NVTX_EVENTS WHERE globalTid / 0x1000000 % 0x1000000 = 100 ORDER BY start, "
-                    "eventType") ==
-        Rows{{"90000", "690000", "59", "NULL", "NULL", "NULL", "step_0", t100, "NULL", "0"},
-             {"91000", "800000", "60", "3", "NULL", "NULL", "load", t100, t101, "0"},
-             {"92000", "93000", "59", "NULL", "NULL", "NULL", "dom_range", t100, "NULL", "1"},
-             {"92000", "NULL", "75", "NULL", "NULL", "NULL", "mylib", t100, "NULL", "1"},
-             {"95000", "300000", "59", "NULL", "NULL", "4278255360", "fwd", t100, "NULL", "0"},
-             {"695000", "NULL", "34", "NULL", "3", "NULL", "checkpoint", t100, "NULL", "0"}});
+  CHECK(query(d.db,
+              "SELECT start, end, eventType, rangeId, category, color, text, globalTid, endGlobalTid, "
+              "domainId FROM NVTX_EVENTS WHERE globalTid / 0x1000000 % 0x1000000 = 100 ORDER BY start, "
+              "eventType") == Rows{{"90000", "690000", "59", "NULL", "NULL", "NULL", "step_0", t100, "NULL", "0"},
+                                   {"91000", "800000", "60", "3", "NULL", "NULL", "load", t100, t101, "0"},
+                                   {"92000", "93000", "59", "NULL", "NULL", "NULL", "dom_range", t100, "NULL", "1"},
+                                   {"92000", "NULL", "75", "NULL", "NULL", "NULL", "mylib", t100, "NULL", "1"},
+                                   {"95000", "300000", "59", "NULL", "NULL", "4278255360", "fwd", t100, "NULL", "0"},
+                                   {"695000", "NULL", "34", "NULL", "3", "NULL", "checkpoint", t100, "NULL", "0"}});
   // nsys's nvtx_sum names a range "domain:text" through the domain's NvtxDomainCreate row.
-  CHECK(query(d.db, "WITH domains AS (SELECT domainId AS id, globalTid, text AS name FROM NVTX_EVENTS "
-                    "WHERE eventType = 75) SELECT coalesce(dm.name, '') || ':' || ne.text FROM NVTX_EVENTS ne "
-                    "LEFT JOIN domains dm ON ne.domainId = dm.id AND (ne.globalTid & 0x0000FFFFFF000000) = "
-                    "(dm.globalTid & 0x0000FFFFFF000000) WHERE ne.eventType = 59 AND ne.globalTid / 0x1000000 "
-                    "% 0x1000000 = 100 ORDER BY ne.start") ==
-        Rows{{":step_0"}, {"mylib:dom_range"}, {":fwd"}});
+  CHECK(query(d.db,
+              "WITH domains AS (SELECT domainId AS id, globalTid, text AS name FROM NVTX_EVENTS "
+              "WHERE eventType = 75) SELECT coalesce(dm.name, '') || ':' || ne.text FROM NVTX_EVENTS ne "
+              "LEFT JOIN domains dm ON ne.domainId = dm.id AND (ne.globalTid & 0x0000FFFFFF000000) = "
+              "(dm.globalTid & 0x0000FFFFFF000000) WHERE ne.eventType = 59 AND ne.globalTid / 0x1000000 "
+              "% 0x1000000 = 100 ORDER BY ne.start") == Rows{{":step_0"}, {"mylib:dom_range"}, {":fwd"}});
   // Every thread, as nsys lists them: 101 (it ended "load") has no name of its own: the process's.
-  CHECK(query(d.db, "SELECT s.value, t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
-                    "ORDER BY t.globalTid") ==
+  CHECK(query(d.db,
+              "SELECT s.value, t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+              "ORDER BY t.globalTid") ==
         Rows{{"python3", t100}, {"python3", t101}, {"python3", std::to_string(kGpid1 | 200)}});
 }
 
@@ -414,18 +425,22 @@ TEST_CASE("sqlite export: targets, processes and ranks") {
         Rows{{std::to_string(kGpid0), "100", "python3"}, {std::to_string(kGpid1), "200", "python3"}});
   // One row per physical GPU. Rank 0's device 1 (the peer copy's destination, no Device record)
   // takes id 1, so rank 1's device 0, another GPU, gets the lowest free id: 2.
-  CHECK(query(d.db, "SELECT id, name, totalMemory, smCount, computeMajor, computeMinor, uuid, cuDevice FROM "
-                    "TARGET_INFO_GPU ORDER BY id") ==
+  CHECK(query(d.db,
+              "SELECT id, name, totalMemory, smCount, computeMajor, computeMinor, uuid, cuDevice FROM "
+              "TARGET_INFO_GPU ORDER BY id") ==
         Rows{{"0", "NVIDIA H200", "151397597184", "132", "9", "0", "GPU-ab000000-0000-0000-0000-000000000001", "0"},
              {"1", "NULL", "NULL", "NULL", "NULL", "NULL", "NULL", "1"},
              {"2", "NVIDIA H200", "151397597184", "132", "9", "0", "GPU-ab000000-0000-0000-0000-000000000002", "0"}});
-  CHECK(query(d.db, "SELECT globalPid, cudaDevice, deviceId FROM cutrace_device ORDER BY globalPid, cudaDevice") ==
-        Rows{{std::to_string(kGpid0), "0", "0"}, {std::to_string(kGpid0), "1", "1"}, {std::to_string(kGpid1), "0", "2"}});
-  CHECK(query(d.db, "SELECT g.uuid, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN TARGET_INFO_GPU g "
-                    "ON g.id = k.deviceId GROUP BY 1 ORDER BY 1") ==
+  CHECK(
+      query(d.db, "SELECT globalPid, cudaDevice, deviceId FROM cutrace_device ORDER BY globalPid, cudaDevice") ==
+      Rows{{std::to_string(kGpid0), "0", "0"}, {std::to_string(kGpid0), "1", "1"}, {std::to_string(kGpid1), "0", "2"}});
+  CHECK(query(d.db,
+              "SELECT g.uuid, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN TARGET_INFO_GPU g "
+              "ON g.id = k.deviceId GROUP BY 1 ORDER BY 1") ==
         Rows{{"GPU-ab000000-0000-0000-0000-000000000001", "4"}, {"GPU-ab000000-0000-0000-0000-000000000002", "2"}});
-  CHECK(query(d.db, "SELECT streamId, processId, contextId, flag FROM TARGET_INFO_CUDA_STREAM ORDER BY processId, "
-                    "streamId") ==
+  CHECK(query(d.db,
+              "SELECT streamId, processId, contextId, flag FROM TARGET_INFO_CUDA_STREAM ORDER BY processId, "
+              "streamId") ==
         Rows{{"1", "100", "1", "3"}, {"2", "100", "1", "0"}, {"1", "200", "1", "3"}, {"2", "200", "1", "0"}});
   CHECK(one(d.db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'CUTRACE_CLOCK_ALIGNMENT'") == "realtime");
   CHECK(one(d.db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'") == "3.15.1");
@@ -464,8 +479,9 @@ TEST_CASE("sqlite export: a lost block of strings and launch configurations fail
   std::string db = dir.path + "/out.sqlite", err;
   REQUIRE_MESSAGE(export_sqlite({path}, align, db, &err), err);
   Db d(db);
-  CHECK(query(d.db, "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
-                    "s.id = k.demangledName ORDER BY k.start") ==
+  CHECK(query(d.db,
+              "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
+              "s.id = k.demangledName ORDER BY k.start") ==
         Rows{{"(unknown kernel)", "2000"}, {"(unknown kernel)", "3000"}});
   CHECK(one(d.db, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59") == "1");
   const auto& w = exporter::g_stats.warnings;
@@ -485,18 +501,16 @@ TEST_CASE("sqlite export: two traces of the same host and pid stay apart") {
   std::string err;
   REQUIRE_MESSAGE(export_sqlite({f.files[0], copy}, f.align, f.db_path, &err), err);
   Db d(f.db_path);
-  CHECK(query(d.db, "SELECT globalPid / 0x1000000 % 0x1000000, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                    "GROUP BY globalPid ORDER BY globalPid") ==
-        Rows{{"100", "4"}, {"100", "4"}});
+  CHECK(query(d.db,
+              "SELECT globalPid / 0x1000000 % 0x1000000, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL "
+              "GROUP BY globalPid ORDER BY globalPid") == Rows{{"100", "4"}, {"100", "4"}});
   CHECK(one(d.db, "SELECT count(DISTINCT globalPid) FROM cutrace_rank") == "2");
 }
 
 TEST_CASE("sqlite export: refuses to overwrite, reports unreadable input") {
   Fixture f;
   std::string err;
-  {
-    std::ofstream(f.db_path) << "precious";
-  }
+  { std::ofstream(f.db_path) << "precious"; }
   CHECK_FALSE(export_sqlite(f.files, f.align, f.db_path, &err));
   CHECK(err.find("already exists") != std::string::npos);
   std::ifstream in(f.db_path);

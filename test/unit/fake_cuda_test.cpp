@@ -118,8 +118,7 @@ struct CtxFixture {
 };
 
 int64_t hostNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -139,8 +138,7 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: back-to-back kernels are timed exactly
   CHECK(elapsedMs(a, b) == doctest::Approx(0.200).epsilon(0.01));  // 200 µs ± 2 µs
 
   float v1 = -1;  // the pre-13.0 symbol behaves the same
-  REQUIRE(fake().get<decltype(&cuEventElapsedTime_v2)>("cuEventElapsedTime")(&v1, a, b) ==
-          CUDA_SUCCESS);
+  REQUIRE(fake().get<decltype(&cuEventElapsedTime_v2)>("cuEventElapsedTime")(&v1, a, b) == CUDA_SUCCESS);
   CHECK(v1 == doctest::Approx(0.200).epsilon(0.01));
   CU(cuEventDestroy)(a);
   CU(cuEventDestroy)(b);
@@ -275,10 +273,8 @@ TEST_CASE("fake_cuda: cuGetProcAddress returns the exported ABI dlsym sees") {
   const Case cases[] = {
       {"cuMemAlloc", 13000, CU_GET_PROC_ADDRESS_DEFAULT, "cuMemAlloc_v2"},
       {"cuLaunchKernel", 13000, CU_GET_PROC_ADDRESS_DEFAULT, "cuLaunchKernel"},
-      {"cuLaunchKernel", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
-       "cuLaunchKernel_ptsz"},
-      {"cuMemcpyHtoD", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
-       "cuMemcpyHtoD_v2_ptds"},
+      {"cuLaunchKernel", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz"},
+      {"cuMemcpyHtoD", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemcpyHtoD_v2_ptds"},
       {"cuMemAlloc", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemAlloc_v2"},
       {"cuGetProcAddress", 12000, CU_GET_PROC_ADDRESS_DEFAULT, "cuGetProcAddress_v2"},
       {"cuGetProcAddress", 11080, CU_GET_PROC_ADDRESS_DEFAULT, "cuGetProcAddress"},
@@ -306,8 +302,7 @@ TEST_CASE("fake_cuda: cuGetProcAddress returns the exported ABI dlsym sees") {
   CHECK(getProc("cuLaunchKernelEx", &pfn, 11000, 0, &status) == CUDA_ERROR_NOT_FOUND);
   CHECK(status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 
-  auto getProcV1 =
-      fake().get<CUresult (*)(const char*, void**, int, cuuint64_t)>("cuGetProcAddress");
+  auto getProcV1 = fake().get<CUresult (*)(const char*, void**, int, cuuint64_t)>("cuGetProcAddress");
   REQUIRE(getProcV1("cuStreamSynchronize", &pfn, 13000, 0) == CUDA_SUCCESS);
   CHECK(pfn == fake().sym("cuStreamSynchronize"));
 }
@@ -335,15 +330,13 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: pointer attributes tell device from ho
   REQUIRE(CU(cuMemAlloc)(&d, 256) == CUDA_SUCCESS);
   REQUIRE(CU(cuMemAllocHost)(&pinned, 256) == CUDA_SUCCESS);
   unsigned type = 0;
-  REQUIRE(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 8) ==
-          CUDA_SUCCESS);
+  REQUIRE(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 8) == CUDA_SUCCESS);
   CHECK(type == CU_MEMORYTYPE_DEVICE);
-  REQUIRE(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                    reinterpret_cast<CUdeviceptr>(pinned)) == CUDA_SUCCESS);
+  REQUIRE(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(pinned)) ==
+          CUDA_SUCCESS);
   CHECK(type == CU_MEMORYTYPE_HOST);
   int pageable = 0;
-  CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  reinterpret_cast<CUdeviceptr>(&pageable)) ==
+  CHECK(CU(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(&pageable)) ==
         CUDA_ERROR_INVALID_VALUE);
   CU(cuMemFree)(d);
   CU(cuMemFreeHost)(pinned);
@@ -450,21 +443,18 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: modules, libraries and launch validati
   REQUIRE(CU(cuFuncGetAttribute)(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, reg) == CUDA_SUCCESS);
   CHECK(regs == 64);
   CHECK(smem == 1024);
-  REQUIRE(CU(cuFuncGetAttribute)(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, function("_Z8k_100usv")) ==
-          CUDA_SUCCESS);
+  REQUIRE(CU(cuFuncGetAttribute)(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, function("_Z8k_100usv")) == CUDA_SUCCESS);
   CHECK(regs == 32);
 
   CHECK(launch(function("_Z5k_bad__fail_launchv"), nullptr) == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
-  CHECK(CU(cuLaunchKernel)(reg, 0, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) ==
-        CUDA_ERROR_INVALID_VALUE);
+  CHECK(CU(cuLaunchKernel)(reg, 0, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
   CHECK(launch(nullptr, nullptr) == CUDA_ERROR_INVALID_HANDLE);
   int garbage[8] = {};
   CHECK(launch(reinterpret_cast<CUfunction>(garbage), nullptr) == CUDA_ERROR_INVALID_HANDLE);
 
   CUlibrary lib = nullptr;
   CUkernel kernel = nullptr;
-  REQUIRE(CU(cuLibraryLoadData)(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0) ==
-          CUDA_SUCCESS);
+  REQUIRE(CU(cuLibraryLoadData)(&lib, kImage, nullptr, nullptr, 0, nullptr, nullptr, 0) == CUDA_SUCCESS);
   REQUIRE(CU(cuLibraryGetKernel)(&kernel, lib, "_Z8k_100usv") == CUDA_SUCCESS);
   REQUIRE(CU(cuKernelGetName)(&name, kernel) == CUDA_SUCCESS);
   CHECK(std::string(name) == "_Z8k_100usv");
@@ -489,13 +479,11 @@ TEST_CASE_FIXTURE(CtxFixture, "fake_cuda: concurrent threads each get consistent
       CU(cuCtxSetCurrent)(ctx);
       CUstream s = nullptr;
       CUevent a = nullptr, b = nullptr;
-      bool ok = CU(cuStreamCreate)(&s, 0) == CUDA_SUCCESS &&
-                CU(cuEventCreate)(&a, 0) == CUDA_SUCCESS &&
+      bool ok = CU(cuStreamCreate)(&s, 0) == CUDA_SUCCESS && CU(cuEventCreate)(&a, 0) == CUDA_SUCCESS &&
                 CU(cuEventCreate)(&b, 0) == CUDA_SUCCESS;
       ok = ok && launch(k_long, s) == CUDA_SUCCESS && CU(cuEventRecord)(a, s) == CUDA_SUCCESS;
       for (int i = 0; i < 10 && ok; ++i) ok = launch(k, s) == CUDA_SUCCESS;
-      ok = ok && CU(cuEventRecord)(b, s) == CUDA_SUCCESS &&
-           CU(cuEventSynchronize)(b) == CUDA_SUCCESS;
+      ok = ok && CU(cuEventRecord)(b, s) == CUDA_SUCCESS && CU(cuEventSynchronize)(b) == CUDA_SUCCESS;
       float ms = 0;
       ok = ok && CU(cuEventElapsedTime)(&ms, a, b) == CUDA_SUCCESS && ms > 0.999f && ms < upper_ms;
       if (!ok) ++failures;

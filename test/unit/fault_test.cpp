@@ -13,8 +13,8 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 

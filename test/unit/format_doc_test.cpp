@@ -18,7 +18,7 @@ using namespace cutrace::trace;
 namespace {
 
 struct DocTable {
-  size_t record_size = 0;                                  // from "### Name (type N, S bytes)"
+  size_t record_size = 0;                                   // from "### Name (type N, S bytes)"
   std::map<std::string, std::pair<size_t, size_t>> fields;  // `field` -> offset, size
 };
 
@@ -56,8 +56,10 @@ DocTable doc_table(const std::string& name, int type) {
   return t;
 }
 
-#define FIELD(S, f) \
-  { #f, {offsetof(S, f), sizeof(S::f)} }
+#define FIELD(S, f)                      \
+  {                                      \
+#f, { offsetof(S, f), sizeof(S::f) } \
+  }
 
 }  // namespace
 
@@ -66,28 +68,26 @@ TEST_CASE("FORMAT.md describes RangeRec and MarkRec as format.h defines them") {
   DocTable range = doc_table("Range", int(RecType::Range));
   CHECK(range.record_size == sizeof(RangeRec));
   std::map<std::string, std::pair<size_t, size_t>> want_range = {
-      FIELD(RangeRec, cpu_begin), FIELD(RangeRec, cpu_end),   FIELD(RangeRec, gpu_start),
-      FIELD(RangeRec, gpu_end),   FIELD(RangeRec, id),        FIELD(RangeRec, tid),
-      FIELD(RangeRec, end_tid),   FIELD(RangeRec, name_id),   FIELD(RangeRec, domain_id),
-      FIELD(RangeRec, category),  FIELD(RangeRec, color),     FIELD(RangeRec, gpu_ops),
-      FIELD(RangeRec, depth),     FIELD(RangeRec, kind),      FIELD(RangeRec, source)};
+      FIELD(RangeRec, cpu_begin), FIELD(RangeRec, cpu_end),  FIELD(RangeRec, gpu_start), FIELD(RangeRec, gpu_end),
+      FIELD(RangeRec, id),        FIELD(RangeRec, tid),      FIELD(RangeRec, end_tid),   FIELD(RangeRec, name_id),
+      FIELD(RangeRec, domain_id), FIELD(RangeRec, category), FIELD(RangeRec, color),     FIELD(RangeRec, gpu_ops),
+      FIELD(RangeRec, depth),     FIELD(RangeRec, kind),     FIELD(RangeRec, source)};
   CHECK(range.fields == want_range);
 
   DocTable mark = doc_table("Mark", int(RecType::Mark));
   CHECK(mark.record_size == sizeof(MarkRec));
   std::map<std::string, std::pair<size_t, size_t>> want_mark = {
-      FIELD(MarkRec, ts),       FIELD(MarkRec, tid),   FIELD(MarkRec, name_id),
-      FIELD(MarkRec, domain_id), FIELD(MarkRec, category), FIELD(MarkRec, color),
-      FIELD(MarkRec, source),   FIELD(MarkRec, pad)};
+      FIELD(MarkRec, ts),       FIELD(MarkRec, tid),   FIELD(MarkRec, name_id), FIELD(MarkRec, domain_id),
+      FIELD(MarkRec, category), FIELD(MarkRec, color), FIELD(MarkRec, source),  FIELD(MarkRec, pad)};
   CHECK(mark.fields == want_mark);
 }
 
 TEST_CASE("FORMAT.md describes the Loss record as format.h defines it") {
   DocTable loss = doc_table("Loss", int(RecType::Loss));
   CHECK(loss.record_size == sizeof(LossRec));
-  std::map<std::string, std::pair<size_t, size_t>> want = {
-      FIELD(LossRec, begin_ns), FIELD(LossRec, end_ns), FIELD(LossRec, tid),
-      FIELD(LossRec, reason),   FIELD(LossRec, pad),    FIELD(LossRec, count)};
+  std::map<std::string, std::pair<size_t, size_t>> want = {FIELD(LossRec, begin_ns), FIELD(LossRec, end_ns),
+                                                           FIELD(LossRec, tid),      FIELD(LossRec, reason),
+                                                           FIELD(LossRec, pad),      FIELD(LossRec, count)};
   CHECK(loss.fields == want);
 }
 
@@ -101,40 +101,40 @@ TEST_CASE("FORMAT.md describes the call-stack records (Module, Stack, OpStack) a
 
   DocTable stack = doc_table("Stack", int(RecType::Stack));
   CHECK(stack.record_size == sizeof(StackRec));  // "12 + 12 x depth": the fixed part
-  std::map<std::string, std::pair<size_t, size_t>> want_stack = {
-      FIELD(StackRec, stack), FIELD(StackRec, depth), FIELD(StackRec, pad)};
+  std::map<std::string, std::pair<size_t, size_t>> want_stack = {FIELD(StackRec, stack), FIELD(StackRec, depth),
+                                                                 FIELD(StackRec, pad)};
   CHECK(stack.fields == want_stack);
   CHECK(sizeof(StackFrame) == 12);
   CHECK(offsetof(StackFrame, offset) == 4);
 
   DocTable op = doc_table("OpStack", int(RecType::OpStack));
   CHECK(op.record_size == sizeof(OpStackRec));
-  std::map<std::string, std::pair<size_t, size_t>> want_op = {
-      FIELD(OpStackRec, corr), FIELD(OpStackRec, stack), FIELD(OpStackRec, op_type), FIELD(OpStackRec, pad)};
+  std::map<std::string, std::pair<size_t, size_t>> want_op = {FIELD(OpStackRec, corr), FIELD(OpStackRec, stack),
+                                                              FIELD(OpStackRec, op_type), FIELD(OpStackRec, pad)};
   CHECK(op.fields == want_op);
 }
 
-#define FIELD_AS(S, f, doc) \
-  { doc, {offsetof(S, f), sizeof(S::f)} }
+#define FIELD_AS(S, f, doc)               \
+  {                                       \
+    doc, { offsetof(S, f), sizeof(S::f) } \
+  }
 
 TEST_CASE("FORMAT.md describes the operation and KernelConfig records as format.h defines them") {
   using Fields = std::map<std::string, std::pair<size_t, size_t>>;
   DocTable kernel = doc_table("Kernel", int(RecType::Kernel));
   CHECK(kernel.record_size == sizeof(KernelRec));
-  CHECK(kernel.fields == Fields{FIELD(KernelRec, op), FIELD(KernelRec, name_id),
-                                FIELD_AS(KernelRec, grid, "grid[3]"), FIELD_AS(KernelRec, block, "block[3]"),
-                                FIELD(KernelRec, dyn_smem), FIELD(KernelRec, static_smem),
-                                FIELD(KernelRec, regs), FIELD(KernelRec, kind), FIELD(KernelRec, pad),
-                                FIELD(KernelRec, graph_id)});
+  CHECK(kernel.fields == Fields{FIELD(KernelRec, op), FIELD(KernelRec, name_id), FIELD_AS(KernelRec, grid, "grid[3]"),
+                                FIELD_AS(KernelRec, block, "block[3]"), FIELD(KernelRec, dyn_smem),
+                                FIELD(KernelRec, static_smem), FIELD(KernelRec, regs), FIELD(KernelRec, kind),
+                                FIELD(KernelRec, pad), FIELD(KernelRec, graph_id)});
 
   DocTable config = doc_table("KernelConfig", int(RecType::KernelConfig));
   CHECK(config.record_size == sizeof(KernelConfigRec));
-  CHECK(config.fields == Fields{FIELD(KernelConfigRec, id), FIELD(KernelConfigRec, name_id),
-                                FIELD_AS(KernelConfigRec, grid, "grid[3]"),
-                                FIELD_AS(KernelConfigRec, block, "block[3]"),
-                                FIELD(KernelConfigRec, dyn_smem), FIELD(KernelConfigRec, static_smem),
-                                FIELD(KernelConfigRec, regs), FIELD(KernelConfigRec, kind),
-                                FIELD(KernelConfigRec, pad), FIELD(KernelConfigRec, graph_id)});
+  CHECK(config.fields ==
+        Fields{FIELD(KernelConfigRec, id), FIELD(KernelConfigRec, name_id), FIELD_AS(KernelConfigRec, grid, "grid[3]"),
+               FIELD_AS(KernelConfigRec, block, "block[3]"), FIELD(KernelConfigRec, dyn_smem),
+               FIELD(KernelConfigRec, static_smem), FIELD(KernelConfigRec, regs), FIELD(KernelConfigRec, kind),
+               FIELD(KernelConfigRec, pad), FIELD(KernelConfigRec, graph_id)});
   // The config is KernelRec's tail, byte for byte: the packed kernel copies it back there.
   CHECK(sizeof(KernelConfigRec) - offsetof(KernelConfigRec, name_id) ==
         sizeof(KernelRec) - offsetof(KernelRec, name_id));
@@ -147,9 +147,8 @@ TEST_CASE("FORMAT.md describes the operation and KernelConfig records as format.
   DocTable sync = doc_table("Sync", int(RecType::Sync));
   CHECK(sync.record_size == sizeof(SyncRec));
   CHECK(sync.fields == Fields{FIELD(SyncRec, cpu_begin), FIELD(SyncRec, cpu_end), FIELD(SyncRec, event),
-                              FIELD(SyncRec, tid), FIELD(SyncRec, stream), FIELD(SyncRec, device),
-                              FIELD(SyncRec, api), FIELD(SyncRec, result), FIELD(SyncRec, kind),
-                              FIELD(SyncRec, pad), FIELD(SyncRec, corr)});
+                              FIELD(SyncRec, tid), FIELD(SyncRec, stream), FIELD(SyncRec, device), FIELD(SyncRec, api),
+                              FIELD(SyncRec, result), FIELD(SyncRec, kind), FIELD(SyncRec, pad), FIELD(SyncRec, corr)});
   DocTable memory = doc_table("Memory", int(RecType::Memory));
   CHECK(memory.record_size == sizeof(MemoryRec));
   CHECK(memory.fields == Fields{FIELD(MemoryRec, cpu_begin), FIELD(MemoryRec, cpu_end), FIELD(MemoryRec, address),
@@ -158,9 +157,9 @@ TEST_CASE("FORMAT.md describes the operation and KernelConfig records as format.
                                 FIELD(MemoryRec, op), FIELD(MemoryRec, mem_kind), FIELD(MemoryRec, pad)});
   DocTable api = doc_table("Api", int(RecType::Api));
   CHECK(api.record_size == sizeof(ApiRec));
-  CHECK(api.fields == Fields{FIELD(ApiRec, cpu_begin), FIELD(ApiRec, cpu_end), FIELD(ApiRec, corr),
-                             FIELD(ApiRec, arg), FIELD(ApiRec, tid), FIELD(ApiRec, stream), FIELD(ApiRec, api),
-                             FIELD(ApiRec, device), FIELD(ApiRec, result)});
+  CHECK(api.fields == Fields{FIELD(ApiRec, cpu_begin), FIELD(ApiRec, cpu_end), FIELD(ApiRec, corr), FIELD(ApiRec, arg),
+                             FIELD(ApiRec, tid), FIELD(ApiRec, stream), FIELD(ApiRec, api), FIELD(ApiRec, device),
+                             FIELD(ApiRec, result)});
 }
 
 // The rows "| n | `name` | ..." of the section whose heading starts with `heading`.
@@ -208,15 +207,18 @@ TEST_CASE("FORMAT.md lists the packed columns and tags in the codec's order") {
   };
   std::map<int, std::string> got;
   for (auto& [t, name] : tags) got[t] = trim(name);
-  CHECK(got == std::map<int, std::string>{{int(RecType::Kernel), "Kernel"}, {int(RecType::Memcpy), "Memcpy"},
-                                          {int(RecType::Memset), "Memset"}, {int(RecType::Sync), "Sync"},
-                                          {int(RecType::Memory), "Memory"}, {int(RecType::Api), "Api"}});
+  CHECK(got == std::map<int, std::string>{{int(RecType::Kernel), "Kernel"},
+                                          {int(RecType::Memcpy), "Memcpy"},
+                                          {int(RecType::Memset), "Memset"},
+                                          {int(RecType::Sync), "Sync"},
+                                          {int(RecType::Memory), "Memory"},
+                                          {int(RecType::Api), "Api"}});
 
   std::ifstream in("docs/FORMAT.md");
   std::string first, all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string title = "# cutrace trace file format, version " + std::to_string(kVersionMajor) + "." +
                       std::to_string(kVersionMinor) + "\n";
   CHECK(all.rfind(title, 0) == 0);
-  CHECK(all.find("`ncols` is " + std::to_string(kColumnCount) + " in " + std::to_string(kVersionMajor) +
-                 "." + std::to_string(kVersionMinor)) != std::string::npos);
+  CHECK(all.find("`ncols` is " + std::to_string(kColumnCount) + " in " + std::to_string(kVersionMajor) + "." +
+                 std::to_string(kVersionMinor)) != std::string::npos);
 }

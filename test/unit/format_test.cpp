@@ -14,9 +14,9 @@
 
 #include <doctest/doctest.h>
 
+#include "test/unit/temp_dir.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
-#include "test/unit/temp_dir.h"
 
 using namespace cutrace;
 
@@ -59,11 +59,11 @@ std::string kernels_trace(uint64_t n) {
 }
 
 struct BlockInfo {
-  size_t offset;   // of the BlockHeader
-  size_t size;     // header + compressed bytes
+  size_t offset;  // of the BlockHeader
+  size_t size;    // header + compressed bytes
   trace::BlockHeader header;
-  size_t records;  // in the decompressed (2.x: and unpacked) payload
-  size_t kernels;  // of which Kernel records
+  size_t records;   // in the decompressed (2.x: and unpacked) payload
+  size_t kernels;   // of which Kernel records
   size_t unpacked;  // bytes of those records
 };
 
@@ -80,8 +80,8 @@ std::vector<BlockInfo> blocks_of(const std::string& file) {
     b.size = sizeof b.header + b.header.compressed_size;
     if (off + b.size > file.size()) break;
     std::vector<char> raw(b.header.raw_size, '\0');
-    int got = LZ4_decompress_safe(file.data() + off + sizeof b.header, raw.data(),
-                                  int(b.header.compressed_size), int(raw.size()));
+    int got = LZ4_decompress_safe(file.data() + off + sizeof b.header, raw.data(), int(b.header.compressed_size),
+                                  int(raw.size()));
     REQUIRE(got == int(raw.size()));
     b.unpacked = raw.size();
     if (fh.version_major >= 2) {
@@ -253,8 +253,8 @@ TEST_CASE("every record type survives a round trip, packed (2.x) and unpacked (1
     trace::RecType t = rec.type();
     if (t == trace::RecType::Kernel) kernel_name = r.str(rec.as<trace::KernelRec>().name_id);
     if (t == trace::RecType::End) end_type = rec.type_raw();
-    bool skip = t == trace::RecType::String || t == trace::RecType::Meta ||
-                t == trace::RecType::ApiName || t == trace::RecType::End;
+    bool skip = t == trace::RecType::String || t == trace::RecType::Meta || t == trace::RecType::ApiName ||
+                t == trace::RecType::End;
     if (!skip) got.push_back(bytes_of(rec.data(), rec.size()));
   }));
   REQUIRE(got.size() == written.size());
@@ -469,8 +469,7 @@ TEST_CASE("unreadable files give clear errors") {
   uint16_t major = trace::kVersionMajor + 1, minor = 3;
   std::memcpy(&newer[offsetof(trace::FileHeader, version_major)], &major, 2);
   std::memcpy(&newer[offsetof(trace::FileHeader, version_minor)], &minor, 2);
-  CHECK(open_error(newer) ==
-        "t.cutrace: trace format version 3.3 is newer than this reader (2.x); upgrade cutrace");
+  CHECK(open_error(newer) == "t.cutrace: trace format version 3.3 is newer than this reader (2.x); upgrade cutrace");
 
   std::string newer_minor = good;
   std::memcpy(&newer_minor[offsetof(trace::FileHeader, version_minor)], &minor, 2);
@@ -534,7 +533,8 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
     CHECK(w.records() == 3);  // String, Kernel, End: still counted
   }
   SUBCASE("a pipe whose reader went away: later blocks fail") {
-    struct sigaction ign {}, old {};
+    struct sigaction ign {
+    }, old{};
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &old);
     int fds[2];
@@ -558,8 +558,7 @@ TEST_CASE("writer: exclusive create, files on disk, write errors") {
 TEST_CASE("trace file listing is natural-ordered") {
   TempDir tmp;
   const std::string& dir = tmp.path;
-  for (const char* name : {"h.rank10.pid1.cutrace", "h.rank2.pid7.cutrace", "notes.txt",
-                           "h.rank1.pid3.cutrace"}) {
+  for (const char* name : {"h.rank10.pid1.cutrace", "h.rank2.pid7.cutrace", "notes.txt", "h.rank1.pid3.cutrace"}) {
     int fd = ::open((dir + "/" + name).c_str(), O_WRONLY | O_CREAT, 0644);
     REQUIRE(fd >= 0);
     ::close(fd);

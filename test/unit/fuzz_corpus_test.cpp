@@ -13,11 +13,11 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/reader.h"
 #include "test/unit/temp_dir.h"
 #include "tools/analysis/align.h"
-#include "tools/export/exports.h"
 #include "tools/analysis/summary_model.h"
+#include "tools/export/exports.h"
+#include "trace/reader.h"
 
 using namespace cutrace;
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
+#include <CLI/CLI.hpp>
 
 #include "test/unit/cli_quietly.h"
 #include "tools/cmd/commands.h"
@@ -16,8 +16,7 @@
 namespace {
 
 const std::string kSummaryRegress =
-    (std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus").string() +
-    "/regress-summary-";
+    (std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus").string() + "/regress-summary-";
 
 // `cutrace summary [--json] FILE` in-process, stdout to /dev/null; returns the exit status.
 int summary_quietly(const std::string& path, bool json) {

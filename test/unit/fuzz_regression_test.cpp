@@ -8,17 +8,17 @@
 #include <filesystem>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
+#include <CLI/CLI.hpp>
 
-#include "trace/reader.h"
-#include "trace/writer.h"
 #include "test/unit/cli_quietly.h"
 #include "test/unit/temp_dir.h"
+#include "tools/analysis/summary_model.h"
 #include "tools/cmd/commands.h"
 #include "tools/common/format_util.h"
 #include "tools/export/exports.h"
-#include "tools/analysis/summary_model.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // CUTRACE_GPU_SAMPLE's schedule: one window of fraction x period inside each period, at offsets
 // that differ from period to period (a periodic job is sampled at all phases of its step).
+#include "runtime/gpu_sample.h"
 #include <doctest/doctest.h>
 #include <set>
-#include "runtime/gpu_sample.h"
 
 using cutrace::GpuSampleSchedule;
 

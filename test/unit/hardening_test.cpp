@@ -14,10 +14,10 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/safe_file.h"
 #include "test/unit/temp_dir.h"
 #include "tools/common/format_util.h"
 #include "tools/common/id_table.h"
+#include "trace/safe_file.h"
 
 using namespace cutrace;
 
@@ -78,13 +78,15 @@ TEST_CASE("printable: control characters and bytes that are not UTF-8 are escape
   CHECK(printable("row\nforged\r") == "row\\x0aforged\\x0d");
   CHECK(printable(std::string("nul\0x", 5)) == "nul\\x00x");
   CHECK(printable("del\x7f") == "del\\x7f");
-  CHECK(printable("csi\xc2\x9b" "31m") == "csi\\u009b31m");    // C1 in UTF-8
-  CHECK(printable("raw\x9b") == "raw\\x9b");                    // a lone byte
+  CHECK(printable("csi\xc2\x9b"
+                  "31m") == "csi\\u009b31m");  // C1 in UTF-8
+  CHECK(printable("raw\x9b") == "raw\\x9b");   // a lone byte
   CHECK(printable("bad\xff\xfe end") == "bad\\xff\\xfe end");
-  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                 // overlong '/'
-  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");        // a surrogate
-  CHECK(printable("cut \xe2\x82") == "cut \\xe2\\x82");         // a sequence cut short
-  CHECK(printable("\xc3\xa9t\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80") == "\xc3\xa9t\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80");
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");           // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  CHECK(printable("cut \xe2\x82") == "cut \\xe2\\x82");   // a sequence cut short
+  CHECK(printable("\xc3\xa9t\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80") ==
+        "\xc3\xa9t\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80");
   CHECK(tools::quote("say \"hi\"\\\x1b\xc2\x85") == "\"say \\\"hi\\\"\\\\\\x1b\\u0085\"");
 }
 

@@ -6,14 +6,14 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/job_file.h"
-#include "trace/reader.h"
 #include "test/unit/job_fixture.h"
 #include "test/unit/temp_dir.h"
 #include "tools/analysis/align.h"
+#include "tools/analysis/summary_model.h"
 #include "tools/export/exports.h"
 #include "tools/report/data.h"
-#include "tools/analysis/summary_model.h"
+#include "trace/job_file.h"
+#include "trace/reader.h"
 
 using namespace cutrace;
 using cutrace_test::SimJob;
@@ -110,7 +110,8 @@ TEST_CASE("job file: exports and the report of a merged file equal the directory
   std::string d1, d2;
   REQUIRE(report::dashboard_json(dir.path, &d1, &err));
   REQUIRE(report::dashboard_json(merged, &d2, &err));
-  CHECK(replace_all(d2, merged, "X") == replace_all(replace_all(d1, dir.path, "X"), "\"realtime+nccl\"", "\"merged file: realtime+nccl\""));
+  CHECK(replace_all(d2, merged, "X") ==
+        replace_all(replace_all(d1, dir.path, "X"), "\"realtime+nccl\"", "\"merged file: realtime+nccl\""));
 }
 
 TEST_CASE("job file: a damaged index is a clear error, a member that is not there too") {

@@ -23,13 +23,13 @@ struct SimRank {
   int64_t realtime_err = 0;                       // its wall clock's error
   int first_step = 0, last_step = 59;             // the steps its capture window holds
   int64_t backward_ns = 91'000;
-  std::set<int> slow_steps;     // steps whose Backward takes slow_backward_ns instead
+  std::set<int> slow_steps;  // steps whose Backward takes slow_backward_ns instead
   int64_t slow_backward_ns = 0;
   bool nccl = true;
-  bool step_names = true;       // step_<k> ranges around each step
-  std::set<int> lost_steps;     // steps whose collective record was lost
-  int step_name_offset = 0;     // it names step k "step_<k + offset>"
-  bool noisy_ends = false;      // its collectives end up to +-400 us off the others' (they do not match)
+  bool step_names = true;    // step_<k> ranges around each step
+  std::set<int> lost_steps;  // steps whose collective record was lost
+  int step_name_offset = 0;  // it names step k "step_<k + offset>"
+  bool noisy_ends = false;   // its collectives end up to +-400 us off the others' (they do not match)
 };
 
 struct SimJob {
@@ -64,7 +64,8 @@ struct SimJob {
   // Writes rank i's trace into dir; returns its path.
   std::string write(const std::string& dir, size_t i) const {
     const SimRank& r = ranks[i];
-    std::string path = dir + "/" + r.host + ".rank" + std::to_string(r.rank) + ".pid" + std::to_string(100 + r.rank) + ".cutrace";
+    std::string path =
+        dir + "/" + r.host + ".rank" + std::to_string(r.rank) + ".pid" + std::to_string(100 + r.rank) + ".cutrace";
     cutrace::TraceWriter w;
     std::string err;
     if (!w.open(path, &err)) return "";

@@ -16,9 +16,9 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/writer.h"
 #include "test/unit/temp_dir.h"
 #include "tools/serve/job_dir.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -43,8 +43,8 @@ std::string this_host() {
 enum class Ending { Clean, Signal, None, Exit1, Sigterm };
 
 // One rank file as the collector writes it: metadata, one kernel name, then an End (or none).
-void write_trace(const std::string& path, Ending end, const std::string& host, int64_t pid,
-                 int64_t start_realtime_ns, int64_t start_mono_ns = 1, const std::string& session = "") {
+void write_trace(const std::string& path, Ending end, const std::string& host, int64_t pid, int64_t start_realtime_ns,
+                 int64_t start_mono_ns = 1, const std::string& session = "") {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   TraceWriter w;
   std::string err;

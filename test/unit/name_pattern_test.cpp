@@ -1,7 +1,7 @@
 // The one name-pattern dialect (trace/name_pattern.h) shared by `summary --step-pattern` and the
 // NVTX capture trigger (CUTRACE_CAPTURE_NVTX).
-#include <doctest/doctest.h>
 #include "trace/name_pattern.h"
+#include <doctest/doctest.h>
 
 using cutrace::trace::name_pattern_match;
 

@@ -95,8 +95,9 @@ TEST_CASE("precision: fp32") {
   CHECK(of("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
            "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)") ==
         std::string("fp32"));
-  CHECK(of("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)") ==
-        std::string("fp32"));
+  CHECK(of("void "
+           "cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::"
+           "Params)") == std::string("fp32"));
   CHECK(of("sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize128x32x8_stage3") == std::string("fp32"));
   CHECK(of("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") == std::string("fp32"));
   CHECK(of("my_fp32_kernel") == std::string("fp32"));

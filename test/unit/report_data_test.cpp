@@ -8,13 +8,13 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/reader.h"
-#include "trace/writer.h"
 #include "tools/analysis/align.h"
+#include "tools/analysis/summary_model.h"
 #include "tools/common/format_util.h"
 #include "tools/report/data.h"
 #include "tools/report/tracks.h"
-#include "tools/analysis/summary_model.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 using Json = nlohmann::json;
@@ -26,7 +26,8 @@ const char* const kEvil = "<img src=x onerror=alert(1)>";
 // A one-rank trace: `kernels` launches of alternating names on stream 1 (1 us each, every 2 us),
 // inside one NVTX range named kEvil.
 std::string write_trace(int kernels) {
-  std::string path = "/tmp/cutrace_report_test_" + std::to_string(getpid()) + "_" + std::to_string(kernels) + ".cutrace";
+  std::string path =
+      "/tmp/cutrace_report_test_" + std::to_string(getpid()) + "_" + std::to_string(kernels) + ".cutrace";
   std::remove(path.c_str());
   TraceWriter w;
   std::string err;
@@ -206,7 +207,7 @@ TEST_CASE("report memory chart: allocations made once hold their size to the end
   REQUIRE((*mem)["ts"].size() == 3);
   CHECK((*mem)["value"][0] == 1 << 20);
   CHECK((*mem)["value"][1] == 2 << 20);
-  CHECK((*mem)["value"][2] == 2 << 20);                  // held ...
-  CHECK((*mem)["ts"][2].get<int64_t>() >= 999'000);      // ... to the last event, 1 ms later
+  CHECK((*mem)["value"][2] == 2 << 20);              // held ...
+  CHECK((*mem)["ts"][2].get<int64_t>() >= 999'000);  // ... to the last event, 1 ms later
   std::remove(path.c_str());
 }

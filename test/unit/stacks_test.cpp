@@ -10,10 +10,10 @@
 
 #include <doctest/doctest.h>
 
-#include "trace/reader.h"
-#include "trace/writer.h"
 #include "collector/stacks.h"
 #include "tools/analysis/stacks.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -51,7 +51,8 @@ void read_back(Written& w) {
   REQUIRE(r.open_memory(w.bytes, "mem", &err));
   r.read([&](const Record& rec) {
     if (rec.type() == trace::RecType::Module) w.modules.push_back(rec.as<trace::ModuleRec>());
-    if (rec.type() == trace::RecType::Stack) w.stack_ids.push_back(+rec.as<trace::StackRec>().stack);  // +: a copy of a packed field
+    if (rec.type() == trace::RecType::Stack)
+      w.stack_ids.push_back(+rec.as<trace::StackRec>().stack);  // +: a copy of a packed field
     w.table.absorb(rec, r);
   });
 }
@@ -121,7 +122,7 @@ TEST_CASE("a library dlopen'ed after the first snapshot is resolved to its modul
   REQUIRE(w.open_memory(&bytes));
   StackInterner in(w);
   uint64_t mine[] = {inside(stacks_test_ns::target_one)};
-  in.intern(mine, 1, [](uint64_t) { return false; });  // first snapshot, before the dlopen
+  in.intern(mine, 1, [](uint64_t) { return false; });      // first snapshot, before the dlopen
   void* h = dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL);  // libelf-dev's runtime: not loaded yet
   REQUIRE_MESSAGE(h != nullptr, dlerror());
   void* fn = dlsym(h, "elf_version");

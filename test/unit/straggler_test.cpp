@@ -38,12 +38,13 @@ TEST_CASE("straggler: a rank with 20x the Backward CPU work is named with the ti
   CHECK(r.range == "Backward");
   CHECK(r.range_ns == 1'730'000);
   CHECK(r.range_others_ns == 91'000);
-  CHECK(r.host_per_step_ns == 2'065'000);        // 335 us + Backward, outside the synchronisation
+  CHECK(r.host_per_step_ns == 2'065'000);  // 335 us + Backward, outside the synchronisation
   CHECK(s.ranks[0].host_per_step_ns == 426'000);
   CHECK(r.compute_per_step_ns == 300'000);
   CHECK(s.verdict ==
         "rank 1 (node-b) is the straggler: the other ranks waited 55.7 ms for it, at 34 of 34 collectives (1.64 ms a "
-        "rank each time); host time 2.06 ms a step (others 426 us), compute 300 us a step (others 300 us); Backward 1.73 ms a "
+        "rank each time); host time 2.06 ms a step (others 426 us), compute 300 us a step (others 300 us); Backward "
+        "1.73 ms a "
         "step (others 91.0 us)");
   nlohmann::ordered_json js = straggler_json(s);
   CHECK(js["straggler_rank"] == 1);

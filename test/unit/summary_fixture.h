@@ -7,9 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include "tools/analysis/summary_model.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
-#include "tools/analysis/summary_model.h"
 
 namespace summary_fixture {
 
@@ -136,9 +136,9 @@ class TraceBuilder {
     w_.add(m, trace::RecType::Memory);
   }
   // gpu_ns < 0: no GPU projection (no timed GPU work inside). cpu_ns < 0: end before begin.
-  void range(const char* name, int64_t cpu_ns, int64_t gpu_ns, uint32_t ops,
-             const char* domain = nullptr, trace::RangeKind kind = trace::RangeKind::PushPop,
-             trace::RangeSource source = trace::RangeSource::Api, uint16_t depth = 0) {
+  void range(const char* name, int64_t cpu_ns, int64_t gpu_ns, uint32_t ops, const char* domain = nullptr,
+             trace::RangeKind kind = trace::RangeKind::PushPop, trace::RangeSource source = trace::RangeSource::Api,
+             uint16_t depth = 0) {
     trace::RangeRec g{};
     g.cpu_begin = now_ += 10000;
     g.cpu_end = g.cpu_begin + cpu_ns;
@@ -214,8 +214,7 @@ class TraceBuilder {
     op.stream = 1;
     op.flags = flags;
   }
-  void at(trace::OpCommon& op, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream,
-          uint16_t flags) {
+  void at(trace::OpCommon& op, int64_t cpu_end, int64_t gpu_start, int64_t gpu_end, uint32_t stream, uint16_t flags) {
     op.corr = ++corr_;
     op.cpu_begin = cpu_end - 10;
     op.cpu_end = cpu_end;
@@ -232,7 +231,7 @@ class TraceBuilder {
 };
 
 inline SummaryModel summarise(const std::vector<std::pair<const std::string*, const char*>>& files,
-                       SummaryOptions o = {}) {
+                              SummaryOptions o = {}) {
   SummaryModel m(o);
   for (auto [bytes, name] : files) {
     TraceReader r;

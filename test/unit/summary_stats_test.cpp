@@ -10,7 +10,6 @@
 
 #include "tools/analysis/summary_model.h"
 
-
 using namespace cutrace;
 
 TEST_CASE("range statistics merge like a single stream") {
@@ -45,7 +44,7 @@ TEST_CASE("time statistics merge like a single stream") {
     a.add(100, 100 + d);
     all.add(100, 100 + d);
   }
-  b.add(0, 50);  // no start: untimed
+  b.add(0, 50);    // no start: untimed
   b.add(100, 90);  // end before start: untimed
   b.add(100, 105);
   all.add(0, 50);

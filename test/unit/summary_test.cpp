@@ -13,7 +13,6 @@
 #include "tools/analysis/precision.h"
 #include "tools/analysis/summary_model.h"
 
-
 using namespace cutrace;
 using namespace summary_fixture;
 
@@ -298,13 +297,13 @@ TEST_CASE("per-window table: records go to the window they began in, whatever th
   // went to the last window opened in file order, window 1.)
   std::string out;
   TraceBuilder b(&out, 0, 1);
-  b.range("step_1", 5000, -1, 0);                      // cpu_begin 1,010,000
-  b.kernel_at("k", 1100010, 1100100, 1100200, 1);      // cpu_begin 1,100,000, 100 ns
+  b.range("step_1", 5000, -1, 0);                  // cpu_begin 1,010,000
+  b.kernel_at("k", 1100010, 1100100, 1100200, 1);  // cpu_begin 1,100,000, 100 ns
   b.kernel_at("k", 1200010, 1200100, 1200200, 1);
   b.skip_to(2000000);
-  b.range("step_2", 7000, -1, 0);                      // cpu_begin 2,010,000
-  b.kernel_at("k", 2500010, 2500100, 2500400, 1);      // 300 ns
-  b.kernel_at("k", 2600010, 0, 0, 1);                  // untimed: counted, no time
+  b.range("step_2", 7000, -1, 0);                  // cpu_begin 2,010,000
+  b.kernel_at("k", 2500010, 2500100, 2500400, 1);  // 300 ns
+  b.kernel_at("k", 2600010, 0, 0, 1);              // untimed: counted, no time
   b.window(0, trace::WindowEdge::Begin, 1000000);
   b.window(0, trace::WindowEdge::End, 1600000);
   b.window(1, trace::WindowEdge::Begin, 2000000);
@@ -391,12 +390,12 @@ TEST_CASE("filters: rank, capture window, time span, steps between synchronisati
     TraceBuilder b(out, out == &r0 ? 0 : 1, 1);
     b.window(0, trace::WindowEdge::Begin, o + 590);
     b.sync_at(trace::SyncKind::Context, o - 500, o - 100);
-    b.kernel_at("k", o + 0, o + 100, o + 300, 1);           // cpu_begin o - 10
+    b.kernel_at("k", o + 0, o + 100, o + 300, 1);  // cpu_begin o - 10
     b.memcpy_at(trace::CopyKind::HtoD, 8, o + 550, o + 600, o + 700, 1);
-    b.kernel_at("k", o + 650, o + 800, o + 1000, 1);        // cpu_begin o + 640
+    b.kernel_at("k", o + 650, o + 800, o + 1000, 1);  // cpu_begin o + 640
     b.sync_at(trace::SyncKind::Context, o + 700, o + 1000);
-    b.kernel_at("k", o + 1150, o + 1100, o + 1200, 1);      // cpu_begin o + 1140
-    b.memset_at(8, o + 900, o + 950, o + 1100, 2);          // cpu_begin o + 890
+    b.kernel_at("k", o + 1150, o + 1100, o + 1200, 1);  // cpu_begin o + 1140
+    b.memset_at(8, o + 900, o + 950, o + 1100, 2);      // cpu_begin o + 890
     b.window(0, trace::WindowEdge::End, o + 1000);
     b.sync_at(trace::SyncKind::Context, o + 1300, o + 2500);
     b.sync_at(trace::SyncKind::Stream, o + 1300, o + 2600);
@@ -447,7 +446,7 @@ TEST_CASE("filters: rank, capture window, time span, steps between synchronisati
   CHECK(j["steps"]["cpu"]["min_ns"] == 1100);
   CHECK(j["steps"]["cpu"]["max_ns"] == 1500);
   CHECK(j["steps"]["gpu"]["count"] == 4);
-  CHECK(j["steps"]["gpu"]["min_ns"] == 100);   // the third k alone: [o+1100, o+1200)
-  CHECK(j["steps"]["gpu"]["max_ns"] == 1000);  // [o+100, o+1100): first k .. the memset
+  CHECK(j["steps"]["gpu"]["min_ns"] == 100);                  // the third k alone: [o+1100, o+1200)
+  CHECK(j["steps"]["gpu"]["max_ns"] == 1000);                 // [o+100, o+1100): first k .. the memset
   CHECK(j["ranks"][0]["windows"][0]["steps"]["count"] == 2);  // by their ends, both after o + 590
 }

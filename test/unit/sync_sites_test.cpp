@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "collector/stacks.h"
-#include "trace/writer.h"
 #include "test/unit/export_fixture.h"
-#include "tools/export/exports.h"
 #include "tools/analysis/summary_model.h"
+#include "tools/export/exports.h"
+#include "trace/writer.h"
 
 using namespace cutrace;
 
@@ -132,7 +132,7 @@ void build(std::string* a, std::string* b) {
     t.op_stack(copy, two, trace::RecType::Memcpy);  // a blocking copy: its record comes later
     uint64_t async = t.next_corr();
     t.op_stack(async, one, trace::RecType::Memcpy);  // an async copy (--backtrace all): not a site
-    t.sync(K::Stream, kStreamSync, 4000, 70, 0);   // no stack
+    t.sync(K::Stream, kStreamSync, 4000, 70, 0);     // no stack
     t.memcpy(copy, kDtoH, 5000, 40, 0);
     t.memcpy(async, kCopyAsync, 6000, 3, trace::kOpAsync);
     t.close();

@@ -6,19 +6,19 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "trace/job_file.h"
-#include "trace/reader.h"
-#include "tools/common/format_util.h"
 #include "tools/analysis/runs.h"
 #include "tools/analysis/summary_model.h"  // sat_add
+#include "tools/common/format_util.h"
+#include "trace/job_file.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 namespace {
 
 using i128 = __int128;
-constexpr size_t kMinPairs = 3;      // fewer matched collectives cannot show that they agree
-constexpr double kAgreeShare = 0.8;  // of the matched that must end together
-constexpr size_t kSampled = 256;     // collectives a correction is scored on
+constexpr size_t kMinPairs = 3;           // fewer matched collectives cannot show that they agree
+constexpr double kAgreeShare = 0.8;       // of the matched that must end together
+constexpr size_t kSampled = 256;          // collectives a correction is scored on
 constexpr size_t kMaxCandidates = 20000;  // corrections scored (each sample proposes the true one)
 
 // Times come from the files: a damaged one may hold any value. Differences are taken in 128
@@ -173,8 +173,9 @@ Match by_times(const RefIndex& idx, const RankProfile& ref, const RankProfile& o
       cand.push_back(clamp64(i128(it->first) - at));
   }
   if (cand.empty()) {
-    m.note = ::fmt::format("no collective of the same name and size ends within the clocks' uncertainty +-{} of one of its",
-                           tools::human_ns(bound));
+    m.note =
+        ::fmt::format("no collective of the same name and size ends within the clocks' uncertainty +-{} of one of its",
+                      tools::human_ns(bound));
     return m;
   }
   // Corrections that agree within agree_ns are one; each group scored at its median.
@@ -308,9 +309,10 @@ Alignment align_profiles(const std::vector<RankProfile>& ps, const AlignOptions&
     a.warnings.push_back("no NCCL collectives in any trace: ranks aligned on their wall clocks only");
     for (size_t i = 0; i < ps.size(); ++i) {
       const RankProfile& ref = ps[0];
-      a.ranks[i].uncertainty_ns = i == 0 ? 0
-                                  : sat_add(ps[i].host == ref.host ? opt.same_host_tolerance_ns : opt.cross_host_tolerance_ns,
-                                            sat_add(ps[i].clock_spread_ns, ref.clock_spread_ns));
+      a.ranks[i].uncertainty_ns =
+          i == 0 ? 0
+                 : sat_add(ps[i].host == ref.host ? opt.same_host_tolerance_ns : opt.cross_host_tolerance_ns,
+                           sat_add(ps[i].clock_spread_ns, ref.clock_spread_ns));
       a.ranks[i].note = i == 0 ? "" : "no NCCL collectives";
     }
     a.ranks[0].status = "reference";
@@ -330,9 +332,8 @@ Alignment align_profiles(const std::vector<RankProfile>& ps, const AlignOptions&
     if (i == R) continue;
     const RankProfile& o = ps[i];
     RankClock& rc = a.ranks[i];
-    const int64_t bound =
-        sat_add(o.host == ref.host ? opt.same_host_tolerance_ns : opt.cross_host_tolerance_ns,
-                sat_add(o.clock_spread_ns, ref.clock_spread_ns));
+    const int64_t bound = sat_add(o.host == ref.host ? opt.same_host_tolerance_ns : opt.cross_host_tolerance_ns,
+                                  sat_add(o.clock_spread_ns, ref.clock_spread_ns));
     rc.uncertainty_ns = bound;
     auto wall_only = [&](const std::string& why) {
       rc.note = why;
@@ -359,9 +360,10 @@ Alignment align_profiles(const std::vector<RankProfile>& ps, const AlignOptions&
     rc.residual_median_ns = median(res);
     rc.residual_max_ns = res.empty() ? 0 : *std::max_element(res.begin(), res.end());
     if (mag(m.correction) > bound) {
-      wall_only(::fmt::format("its {} collectives matched by step names put its clock {} off its wall clock, more "
-                              "than the +-{} the clocks allow (--clock-tolerance)",
-                              m.pairs.size(), tools::human_ns(m.correction), tools::human_ns(bound)));
+      wall_only(
+          ::fmt::format("its {} collectives matched by step names put its clock {} off its wall clock, more "
+                        "than the +-{} the clocks allow (--clock-tolerance)",
+                        m.pairs.size(), tools::human_ns(m.correction), tools::human_ns(bound)));
       continue;
     }
     rc.refined_ns = m.correction;
@@ -465,8 +467,8 @@ std::vector<std::string> alignment_lines(const Alignment& a) {
       s += ::fmt::format("reference, {} collectives", r.collectives);
     } else if (r.status == "collectives") {
       s += ::fmt::format("{} of {} collectives matched by {}, correction {}, residual median {}, max {}", r.matched,
-                         r.collectives, r.matched_by, tools::human_ns(r.refined_ns), tools::human_ns(r.residual_median_ns),
-                         tools::human_ns(r.residual_max_ns));
+                         r.collectives, r.matched_by, tools::human_ns(r.refined_ns),
+                         tools::human_ns(r.residual_median_ns), tools::human_ns(r.residual_max_ns));
     } else {
       s += ::fmt::format("wall clock, uncertainty +-{}", tools::human_ns(r.uncertainty_ns));
       if (r.collectives) s += ::fmt::format(", {} collectives, {} matched", r.collectives, r.matched);

@@ -35,13 +35,13 @@ struct RankClock {
   std::string file;
   int rank = 0;
   std::string host;
-  int64_t offset_ns = 0;       // common (wall-clock) ns = this file's monotonic ns + offset_ns
-  int64_t wall_offset_ns = 0;  // from its ClockSync records alone
-  int64_t refined_ns = 0;      // the correction from collectives: offset_ns - wall_offset_ns
-  int64_t uncertainty_ns = 0;  // how far offset_ns may be off, relative to the reference rank
-  uint64_t collectives = 0;    // timed NCCL kernels in the trace
-  uint64_t matched = 0;        // of them matched to the reference rank's collectives
-  std::string matched_by;      // "steps" or "times"; "" when none matched
+  int64_t offset_ns = 0;           // common (wall-clock) ns = this file's monotonic ns + offset_ns
+  int64_t wall_offset_ns = 0;      // from its ClockSync records alone
+  int64_t refined_ns = 0;          // the correction from collectives: offset_ns - wall_offset_ns
+  int64_t uncertainty_ns = 0;      // how far offset_ns may be off, relative to the reference rank
+  uint64_t collectives = 0;        // timed NCCL kernels in the trace
+  uint64_t matched = 0;            // of them matched to the reference rank's collectives
+  std::string matched_by;          // "steps" or "times"; "" when none matched
   int64_t residual_median_ns = 0;  // |end - reference's end| over the matched, after alignment
   int64_t residual_max_ns = 0;
   std::string status;  // "reference", "collectives", "wall clock"
@@ -56,7 +56,7 @@ struct Alignment {
   size_t matched = 0;
   int64_t residual_median_ns = 0;
   int64_t residual_max_ns = 0;
-  std::string method;  // "realtime", "realtime+nccl" (some rank corrected), "merged file: <method>"
+  std::string method;                   // "realtime", "realtime+nccl" (some rank corrected), "merged file: <method>"
   std::vector<std::string> warnings;    // one line per rank left on its wall clock, and why
   std::vector<std::string> errors;      // "path: reason" of each file that did not open
   std::vector<std::string> mixed_runs;  // the files are not one run of one job (tools/analysis/runs.h)

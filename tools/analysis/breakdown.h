@@ -45,8 +45,8 @@ struct GpuBreakdown {
   uint64_t gaps = 0;           // idle gaps (both kinds)
   uint64_t host_wait_gaps = 0;
   uint64_t intervals = 0;
-  uint64_t late = 0;      // intervals that arrived after the sweep passed their start
-  int64_t late_ns = 0;    // their time before the sweep position, not counted anywhere
+  uint64_t late = 0;    // intervals that arrived after the sweep passed their start
+  int64_t late_ns = 0;  // their time before the sweep position, not counted anywhere
 
   int64_t elapsed_ns() const;  // sum of mask_ns: last_ns - first_ns for one device
   int64_t idle_ns() const { return mask_ns[0]; }
@@ -56,11 +56,11 @@ struct GpuBreakdown {
   int64_t memcpy_ns() const;  // a copy and no kernel
   int64_t memset_ns() const;  // only sets
   // HTA-style exclusive shares (sum to busy_ns), by priority compute > communication > memory:
-  int64_t compute_ns() const;        // a non-communication kernel running
-  int64_t communication_ns() const;  // a communication kernel and no compute kernel
-  int64_t memory_ns() const;         // copies/sets only
-  int64_t overlap_ns() const;        // compute and communication kernels at once
-  int64_t comm_total_ns() const;     // any communication kernel running (overlapped or not)
+  int64_t compute_ns() const;         // a non-communication kernel running
+  int64_t communication_ns() const;   // a communication kernel and no compute kernel
+  int64_t memory_ns() const;          // copies/sets only
+  int64_t overlap_ns() const;         // compute and communication kernels at once
+  int64_t comm_total_ns() const;      // any communication kernel running (overlapped or not)
   void merge(const GpuBreakdown& o);  // sums; first/last: the earliest and latest
 };
 

@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "trace/reader.h"
 #include "tools/analysis/summary_model.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 namespace {
@@ -40,10 +40,10 @@ bool read_profile(TraceReader& r, const std::string& step_pattern, RankProfile* 
   p.rank = p.id.rank;
   std::vector<int64_t> real_minus_mono;
   std::unordered_map<std::string, uint32_t> key_ids;
-  std::unordered_map<uint32_t, uint32_t> channels;    // stream id -> channel
-  std::unordered_map<uint32_t, int> range_kind;       // name id -> 1 step, 0 other range
-  std::unordered_map<uint64_t, size_t> range_index;   // (domain id, name id) -> ranges[]
-  std::vector<std::pair<int64_t, int64_t>> blocked;   // CPU spans of blocking calls
+  std::unordered_map<uint32_t, uint32_t> channels;   // stream id -> channel
+  std::unordered_map<uint32_t, int> range_kind;      // name id -> 1 step, 0 other range
+  std::unordered_map<uint64_t, size_t> range_index;  // (domain id, name id) -> ranges[]
+  std::vector<std::pair<int64_t, int64_t>> blocked;  // CPU spans of blocking calls
   constexpr size_t kMaxBlocked = size_t(1) << 22;
   auto block = [&](int64_t b, int64_t e) {
     if (e > b && blocked.size() < kMaxBlocked) blocked.push_back({b, e});
@@ -115,7 +115,8 @@ bool read_profile(TraceReader& r, const std::string& step_pattern, RankProfile* 
         auto [it, fresh] = range_kind.try_emplace(name_id, 0);
         if (fresh) it->second = trace::name_pattern_match(step_pattern, r.str(name_id)) ? 1 : 0;
         if (it->second == 1 && g.domain_id == 0) {
-          if (p.steps.size() < RankProfile::kMaxSteps) p.steps.push_back({std::string(r.str(g.name_id)), b, std::max(b, e)});
+          if (p.steps.size() < RankProfile::kMaxSteps)
+            p.steps.push_back({std::string(r.str(g.name_id)), b, std::max(b, e)});
           break;
         }
         uint64_t rk = uint64_t(g.domain_id) << 32 | g.name_id;
@@ -132,8 +133,7 @@ bool read_profile(TraceReader& r, const std::string& step_pattern, RankProfile* 
         t.cpu_ns = sat_add(t.cpu_ns, d);
         break;
       }
-      default:
-        break;
+      default: break;
     }
     return true;
   });

@@ -17,13 +17,13 @@ namespace cutrace {
 class TraceReader;
 
 struct Collective {
-  uint32_t key = 0;        // index into RankProfile::keys: "name grid block"
-  uint32_t channel = 0;    // the trace's NCCL streams, numbered in order of their first collective
-  int64_t cpu_begin = 0;   // the launch call
-  int64_t gpu_start = 0;   // > 0
-  int64_t gpu_end = 0;     // >= gpu_start
-  int32_t step = -1;       // index into RankProfile::steps of the step it was launched in; -1: none
-  uint32_t ordinal = 0;    // among the collectives of the same key in that step, from 0
+  uint32_t key = 0;       // index into RankProfile::keys: "name grid block"
+  uint32_t channel = 0;   // the trace's NCCL streams, numbered in order of their first collective
+  int64_t cpu_begin = 0;  // the launch call
+  int64_t gpu_start = 0;  // > 0
+  int64_t gpu_end = 0;    // >= gpu_start
+  int32_t step = -1;      // index into RankProfile::steps of the step it was launched in; -1: none
+  uint32_t ordinal = 0;   // among the collectives of the same key in that step, from 0
   int64_t duration() const { return gpu_end - gpu_start; }
 };
 
@@ -55,10 +55,10 @@ struct RankProfile {
   uint64_t collectives_untimed = 0;     // NCCL kernels without a GPU time (not matchable)
   std::vector<StepSpan> steps;          // by begin
   std::vector<RangeTotal> ranges;       // by first appearance
-  int64_t step_cpu_ns = 0;       // sum of the steps' CPU durations
-  int64_t step_blocked_ns = 0;   // CPU time inside steps blocked in synchronisations and blocking copies
-  int64_t compute_ns = 0;        // GPU time of the other kernels, whole trace
-  int64_t comm_ns = 0;           // GPU time of the collectives, whole trace
+  int64_t step_cpu_ns = 0;              // sum of the steps' CPU durations
+  int64_t step_blocked_ns = 0;          // CPU time inside steps blocked in synchronisations and blocking copies
+  int64_t compute_ns = 0;               // GPU time of the other kernels, whole trace
+  int64_t comm_ns = 0;                  // GPU time of the collectives, whole trace
 };
 
 // Streams one opened trace. Steps are the Range records whose name matches `step_pattern`

@@ -18,8 +18,8 @@ LossFacts loss_facts(const TraceReader& r, uint64_t dropped_total) {
 }
 
 const char* loss_kind_name(int kind) {
-  static const char* const names[trace::kLossKinds] = {"kernels", "copies", "sets", "syncs", "memory",
-                                                      "api", "range_begins", "range_ends", "marks", "other"};
+  static const char* const names[trace::kLossKinds] = {"kernels", "copies",       "sets",       "syncs", "memory",
+                                                       "api",     "range_begins", "range_ends", "marks", "other"};
   return kind >= 0 && kind < trace::kLossKinds ? names[kind] : "other";
 }
 
@@ -35,7 +35,8 @@ std::string loss_sentence(const LossFacts& f) {
   uint64_t budget = f.dropped - f.at_exit;
   if (budget && f.budget_bytes > 0)
     s += ::fmt::format(": buffer budget {} MB reached; raise --buffer-mb", f.budget_bytes >> 20);
-  if (f.at_exit) s += ::fmt::format("{}{} in progress when the process ended", budget ? "; " : ": ", human_count(f.at_exit));
+  if (f.at_exit)
+    s += ::fmt::format("{}{} in progress when the process ended", budget ? "; " : ": ", human_count(f.at_exit));
   return s;
 }
 

@@ -2,19 +2,19 @@
 // wording. A trace with losses has counts that are lower bounds; the tools say so first.
 #pragma once
 #include <cstdint>
-#include <string>
 #include <nlohmann/json.hpp>
+#include <string>
 #include "trace/reader.h"
 
 namespace cutrace::tools {
 
 struct LossFacts {
-  uint64_t dropped = 0;             // records lost (all kinds)
+  uint64_t dropped = 0;  // records lost (all kinds)
   uint64_t by_kind[trace::kLossKinds] = {};
-  int64_t captured = -1;            // records the process published (meta records_captured); -1: unknown
-  int64_t budget_bytes = -1;        // meta buffer_budget_bytes; -1: unknown
-  uint64_t at_exit = 0;             // of `dropped`: calls in progress when the process ended
-  size_t intervals = 0;             // Loss records (intervals with missing records)
+  int64_t captured = -1;      // records the process published (meta records_captured); -1: unknown
+  int64_t budget_bytes = -1;  // meta buffer_budget_bytes; -1: unknown
+  uint64_t at_exit = 0;       // of `dropped`: calls in progress when the process ended
+  size_t intervals = 0;       // Loss records (intervals with missing records)
 };
 
 // From a reader that has read the whole file (status and close-time metadata).

@@ -11,10 +11,10 @@ char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c - 'A' + 'a') : c; }
 
 // How a word may touch its neighbours.
 enum Bound : uint8_t {
-  kAny = 0,          // anywhere
-  kLeftNoAlpha = 1,  // not preceded by a letter ("f32" but not "tf32", "int8" but not "uint8")
-  kRightNoAlpha = 2, // not followed by a letter ("float" but not "floatx")
-  kRightNoDigit = 4, // not followed by a digit ("f16" but not "f160", "i8" but not "i80")
+  kAny = 0,           // anywhere
+  kLeftNoAlpha = 1,   // not preceded by a letter ("f32" but not "tf32", "int8" but not "uint8")
+  kRightNoAlpha = 2,  // not followed by a letter ("float" but not "floatx")
+  kRightNoDigit = 4,  // not followed by a digit ("f16" but not "f160", "i8" but not "i80")
 };
 
 struct Word {
@@ -46,20 +46,32 @@ struct Rule {
 const Rule kRules[] = {
     {Precision::FP8, {{"e4m3", kAny}, {"e5m2", kAny}, {"fp8", kCode}, {"float8", kLeftNoAlpha}}},
     {Precision::INT8,
-     {{"int8", kCode}, {"qint8", kCode}, {"i8", kCode}, {"imma", kLeftNoAlpha},
-      {"igemm", kLeftNoAlpha}, {"signed char", kLeftNoAlpha}}},
+     {{"int8", kCode},
+      {"qint8", kCode},
+      {"i8", kCode},
+      {"imma", kLeftNoAlpha},
+      {"igemm", kLeftNoAlpha},
+      {"signed char", kLeftNoAlpha}}},
     {Precision::BF16, {{"bfloat16", kAny}, {"bf16", kCode}}},
     {Precision::FP16,
-     {{"half", kName}, {"fp16", kCode}, {"f16", kCode}, {"h884", kLeftNoAlpha},
-      {"h1688", kLeftNoAlpha}, {"h16816", kLeftNoAlpha}, {"hgemm", kLeftNoAlpha},
+     {{"half", kName},
+      {"fp16", kCode},
+      {"f16", kCode},
+      {"h884", kLeftNoAlpha},
+      {"h1688", kLeftNoAlpha},
+      {"h16816", kLeftNoAlpha},
+      {"hgemm", kLeftNoAlpha},
       {"hmma", kLeftNoAlpha}}},
     {Precision::TF32, {{"tf32", kCode}}},
     {Precision::FP32,
-     {{"float", kName}, {"fp32", kCode}, {"f32", kCode}, {"sgemm", kLeftNoAlpha},
-      {"sgemv", kLeftNoAlpha}}},
+     {{"float", kName}, {"fp32", kCode}, {"f32", kCode}, {"sgemm", kLeftNoAlpha}, {"sgemv", kLeftNoAlpha}}},
     {Precision::FP64,
-     {{"double", kName}, {"fp64", kCode}, {"f64", kCode}, {"dgemm", kLeftNoAlpha},
-      {"dgemv", kLeftNoAlpha}, {"dmma", kLeftNoAlpha}}},
+     {{"double", kName},
+      {"fp64", kCode},
+      {"f64", kCode},
+      {"dgemm", kLeftNoAlpha},
+      {"dgemv", kLeftNoAlpha},
+      {"dmma", kLeftNoAlpha}}},
 };
 
 // cuBLAS nvjet kernels: nvjet_[smNN_]<type code>_<tile>..., the code's letters being the types of

@@ -12,9 +12,7 @@
 namespace cutrace::runs {
 namespace {
 
-bool has_launcher_rank(const Trace& t) {
-  return !t.launcher.empty() && t.launcher != "none" && t.rank >= 0;
-}
+bool has_launcher_rank(const Trace& t) { return !t.launcher.empty() && t.launcher != "none" && t.rank >= 0; }
 
 // "pid 5016 on vm, started 02:41:07" (local time; the date too when the traces span days).
 std::string who(const Trace& t, bool with_date) {
@@ -66,7 +64,7 @@ std::vector<std::string> mixed_runs(const std::vector<Trace>& traces) {
 
   auto by_start = [](const Trace* a, const Trace* b) {
     return a->start_realtime_ns != b->start_realtime_ns ? a->start_realtime_ns < b->start_realtime_ns
-                                                         : a->file < b->file;
+                                                        : a->file < b->file;
   };
   std::set<std::pair<std::string, int64_t>> processes;  // (host, pid) of every trace
   for (const Trace& t : traces) processes.insert({t.host, t.pid});
@@ -86,7 +84,7 @@ std::vector<std::string> mixed_runs(const std::vector<Trace>& traces) {
     if (ts.size() < 2) continue;
     std::sort(ts.begin(), ts.end(), by_start);
     notes.push_back(::fmt::format("{} traces of rank {} ({}): more than one run of a job, or restarted workers; {}",
-                                ts.size(), rank, list(ts, with_date), kAdvice));
+                                  ts.size(), rank, list(ts, with_date), kAdvice));
   }
   if (sizes.size() > 1) {
     std::string s;
@@ -103,7 +101,7 @@ std::vector<std::string> mixed_runs(const std::vector<Trace>& traces) {
     std::string s;
     for (size_t i = 0; i < groups.size(); ++i)
       s += ::fmt::format("{}run {}: {} trace{} ({})", i ? "; " : "", i + 1, groups[i].size(),
-                       groups[i].size() == 1 ? "" : "s", list(groups[i], with_date));
+                         groups[i].size() == 1 ? "" : "s", list(groups[i], with_date));
     notes.push_back(::fmt::format("traces of {} separate runs ({}); {}", groups.size(), s, kAdvice));
   }
   return notes;

@@ -101,15 +101,14 @@ void sort_unique(std::vector<ElfSymbol>* syms) {
   std::stable_sort(syms->begin(), syms->end(), [](const ElfSymbol& a, const ElfSymbol& b) {
     return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;
   });
-  syms->erase(std::unique(syms->begin(), syms->end(),
-                          [](const ElfSymbol& a, const ElfSymbol& b) { return a.addr == b.addr; }),
-              syms->end());
+  syms->erase(
+      std::unique(syms->begin(), syms->end(), [](const ElfSymbol& a, const ElfSymbol& b) { return a.addr == b.addr; }),
+      syms->end());
 }
 
 }  // namespace
 
-bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std::string* build_id,
-                      std::string* why) {
+bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std::string* build_id, std::string* why) {
   if (elf_version(EV_CURRENT) == EV_NONE) {
     *why = "libelf unusable";
     return false;

@@ -30,7 +30,7 @@ class StackTable {
   // Keeps Module and Stack records; returns false for any other record.
   bool absorb(const Record& rec, const TraceReader& r);
   const std::vector<trace::StackFrame>* stack(uint32_t id) const;  // nullptr if unknown
-  const ModuleInfo* module(uint32_t id) const;                   // nullptr if unknown
+  const ModuleInfo* module(uint32_t id) const;                     // nullptr if unknown
   size_t stacks() const { return stacks_.size(); }
   size_t modules() const { return modules_.size(); }
 
@@ -74,8 +74,7 @@ struct ElfSymbol {
 
 // The function symbols of an ELF file (both tables, sorted by address, duplicates removed) and
 // its GNU build-id. False (with *why) if the file cannot be read as ELF.
-bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std::string* build_id,
-                      std::string* why);
+bool read_elf_symbols(const std::string& path, std::vector<ElfSymbol>* syms, std::string* build_id, std::string* why);
 // The symbol containing `addr`, or nullptr (a sized symbol must contain it; an unsized one is
 // taken when it is the nearest below).
 const ElfSymbol* find_symbol(const std::vector<ElfSymbol>& syms, uint64_t addr);

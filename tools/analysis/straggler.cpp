@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "tools/common/format_util.h"
 #include "tools/analysis/summary_model.h"  // sat_add, sat_sub
+#include "tools/common/format_util.h"
 
 namespace cutrace {
 namespace {
@@ -17,7 +17,9 @@ int64_t median(std::vector<int64_t> v) {
   return v[v.size() / 2];
 }
 
-std::string who(const RankLoad& r) { return "rank " + std::to_string(r.rank) + (r.host.empty() ? "" : " (" + r.host + ")"); }
+std::string who(const RankLoad& r) {
+  return "rank " + std::to_string(r.rank) + (r.host.empty() ? "" : " (" + r.host + ")");
+}
 
 // The other ranks' median of a per-rank figure (-1 values: not known, left out).
 int64_t others_median(const std::vector<RankLoad>& ranks, size_t me, int64_t RankLoad::*field) {
@@ -30,8 +32,8 @@ int64_t others_median(const std::vector<RankLoad>& ranks, size_t me, int64_t Ran
 std::string verdict(const StragglerReport& s) {
   if (!s.analysed) return "no straggler analysis: " + s.why_not;
   if (s.straggler < 0) {
-    return ::fmt::format("no straggler: at {} collectives the ranks waited {} on average for the last to arrive", s.instances,
-                         human_ns(s.instances ? s.waited_ns / int64_t(s.instances) : 0));
+    return ::fmt::format("no straggler: at {} collectives the ranks waited {} on average for the last to arrive",
+                         s.instances, human_ns(s.instances ? s.waited_ns / int64_t(s.instances) : 0));
   }
   const size_t me = size_t(s.straggler);
   const RankLoad& r = s.ranks[me];
@@ -184,7 +186,9 @@ void print_stragglers(const StragglerReport& s, std::FILE* out) {
       t.row({std::to_string(r.rank), ::fmt::format("{} of {}", r.last, r.collectives), human_ns(r.waited_for_ns),
              r.host_per_step_ns >= 0 ? human_ns(r.host_per_step_ns) : "n/a",
              r.compute_per_step_ns >= 0 ? human_ns(r.compute_per_step_ns) : "n/a",
-             r.range.empty() ? "-" : ::fmt::format("{} {} (others {})", r.range, human_ns(r.range_ns), human_ns(r.range_others_ns))});
+             r.range.empty()
+                 ? "-"
+                 : ::fmt::format("{} {} (others {})", r.range, human_ns(r.range_ns), human_ns(r.range_others_ns))});
     }
     t.print(out);
   }

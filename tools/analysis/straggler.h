@@ -28,28 +28,28 @@ namespace cutrace {
 struct RankLoad {
   int rank = 0;
   std::string host, file;
-  uint64_t collectives = 0;      // instances (on two ranks or more) it took part in
-  uint64_t last = 0;             // of them, those it arrived at last
-  int64_t waited_for_ns = 0;     // the others' waiting at those, summed over the others
-  uint64_t waits = 0;            // (collective, other rank) pairs that waiting is summed over
+  uint64_t collectives = 0;   // instances (on two ranks or more) it took part in
+  uint64_t last = 0;          // of them, those it arrived at last
+  int64_t waited_for_ns = 0;  // the others' waiting at those, summed over the others
+  uint64_t waits = 0;         // (collective, other rank) pairs that waiting is summed over
   uint64_t steps = 0;
   int64_t compute_per_step_ns = -1;  // -1: no steps
   int64_t host_per_step_ns = -1;
-  std::string range;                 // "" when no range exceeds the others'
-  int64_t range_ns = 0;              // its CPU time per step (per call when some rank has no steps)
-  int64_t range_others_ns = 0;       // the other ranks' median of the same
+  std::string range;            // "" when no range exceeds the others'
+  int64_t range_ns = 0;         // its CPU time per step (per call when some rank has no steps)
+  int64_t range_others_ns = 0;  // the other ranks' median of the same
 };
 
 struct StragglerReport {
   static constexpr int64_t kMinWaitNs = 10'000;
   bool analysed = false;
-  std::string why_not;       // when not analysed
-  uint64_t instances = 0;    // collective instances matched on two ranks or more
-  int64_t waited_ns = 0;     // all the waiting, over all instances and ranks
-  int straggler = -1;        // index into ranks; -1: none
-  bool per_step = true;      // range figures per step (false: per call)
+  std::string why_not;          // when not analysed
+  uint64_t instances = 0;       // collective instances matched on two ranks or more
+  int64_t waited_ns = 0;        // all the waiting, over all instances and ranks
+  int straggler = -1;           // index into ranks; -1: none
+  bool per_step = true;         // range figures per step (false: per call)
   std::vector<RankLoad> ranks;  // in the order of the profiles
-  std::string verdict;       // one sentence: the straggler with its evidence, or "no straggler"
+  std::string verdict;          // one sentence: the straggler with its evidence, or "no straggler"
 };
 
 StragglerReport find_stragglers(const std::vector<RankProfile>& profiles, const Alignment& a);

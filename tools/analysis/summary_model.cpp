@@ -14,8 +14,7 @@ namespace {
 constexpr int32_t kCudaErrorNotReady = 600;  // the normal "still busy" answer of the query calls
 
 bool is_error(int32_t result, uint8_t sync_kind = 0) {
-  bool query = sync_kind == uint8_t(trace::SyncKind::StreamQuery) ||
-               sync_kind == uint8_t(trace::SyncKind::EventQuery);
+  bool query = sync_kind == uint8_t(trace::SyncKind::StreamQuery) || sync_kind == uint8_t(trace::SyncKind::EventQuery);
   return result != 0 && !(query && result == kCudaErrorNotReady);
 }
 
@@ -42,7 +41,6 @@ void insert_by_rank(std::vector<FileSummary>& files, FileSummary f) {
 }
 
 }  // namespace
-
 
 // ---- per-file streaming ----------------------------------------------------------------------
 
@@ -77,7 +75,8 @@ struct SummaryModel::FileTotals {
     }
     int64_t estimate() const {
       double est = 0, mean = double(time.mean_ns());
-      for (const Config& c : configs) est += c.timed ? double(c.sum) / double(c.timed) * double(c.count) : mean * double(c.count);
+      for (const Config& c : configs)
+        est += c.timed ? double(c.sum) / double(c.timed) * double(c.count) : mean * double(c.count);
       return est < 9.2e18 ? std::llround(est) : std::numeric_limits<int64_t>::max();
     }
   };
@@ -107,10 +106,10 @@ struct SummaryModel::FileTotals {
   uint64_t other_marks = 0;
   IdTable<int8_t> is_step{-1};  // by name string id: -1 not decided yet
   StepStats steps;
-  std::vector<int64_t> step_ends;              // --step-sync: sorted synchronisation ends
-  bool by_sync_steps = false;                  // step_ends.size() >= 2
-  std::vector<int64_t> step_lo, step_hi;       // per step: GPU span of its operations
-  std::vector<WindowSummary> windows;  // FileSummary::windows, by begin time
+  std::vector<int64_t> step_ends;         // --step-sync: sorted synchronisation ends
+  bool by_sync_steps = false;             // step_ends.size() >= 2
+  std::vector<int64_t> step_lo, step_hi;  // per step: GPU span of its operations
+  std::vector<WindowSummary> windows;     // FileSummary::windows, by begin time
   uint64_t windows_beyond = 0;
   std::vector<Worst> worst;
   int64_t worst_floor = std::numeric_limits<int64_t>::min();
@@ -163,9 +162,7 @@ struct SummaryModel::FileTotals {
     timelines.push_back({device, std::make_unique<DeviceTimeline>(opt.timeline_capacity)});
     return *(last_timeline = timelines.back().t.get());
   }
-  [[gnu::always_inline]] int64_t& last_end(uint32_t stream) {
-    return stream_end[stream];
-  }
+  [[gnu::always_inline]] int64_t& last_end(uint32_t stream) { return stream_end[stream]; }
   // A timed GPU operation: the timeline, the stream's last end (le: last_end(op.stream)), the
   // --step-sync step.
   [[gnu::always_inline]] void gpu_op(const trace::OpCommon& op, int64_t& le, GpuWork work, int64_t ready) {
@@ -205,9 +202,7 @@ struct SummaryModel::FileTotals {
   void add_range(const trace::RangeRec& g) {
     uint64_t key = uint64_t(g.domain_id) << 32 | g.name_id;
     auto it = ranges.find(key);
-    RangeStat* st = it != ranges.end()               ? &it->second
-                    : ranges.size() < kMaxRangeNames ? &ranges[key]
-                                                     : &other_ranges;
+    RangeStat* st = it != ranges.end() ? &it->second : ranges.size() < kMaxRangeNames ? &ranges[key] : &other_ranges;
     if (trace::range_open(g)) {
       ++st->open;
       return;
@@ -654,8 +649,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   f.windows_beyond = t.windows_beyond;
 
   for (const FileTotals::Worst& w : t.worst) {
-    worst_.push_back({w.latency, std::string(r.str(w.name_id)), f.rank, f.file, w.corr, w.cpu_end,
-                      w.gpu_start});
+    worst_.push_back({w.latency, std::string(r.str(w.name_id)), f.rank, f.file, w.corr, w.cpu_end, w.gpu_start});
   }
   std::stable_sort(worst_.begin(), worst_.end(), [](const LaunchOutlier& a, const LaunchOutlier& b) {
     if (a.latency_ns != b.latency_ns) return a.latency_ns > b.latency_ns;
@@ -668,8 +662,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   std::sort(f.activity.begin(), f.activity.end(),
             [](const DeviceActivity& a, const DeviceActivity& b) { return a.device < b.device; });
   f.nvml = std::move(t.nvml);
-  std::sort(f.nvml.begin(), f.nvml.end(),
-            [](const NvmlStat& a, const NvmlStat& b) { return a.device < b.device; });
+  std::sort(f.nvml.begin(), f.nvml.end(), [](const NvmlStat& a, const NvmlStat& b) { return a.device < b.device; });
   f.cpu_samples = t.cpu_samples;
   f.cpu_cores = t.cpu_cores;
   f.cpu_total_util_sum = t.cpu_total;
@@ -688,8 +681,7 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.world_size = r.meta_int("world_size", -1);
   f.version = std::to_string(r.version_major()) + "." + std::to_string(r.version_minor());
   for (const auto& [id, d] : r.devices()) {
-    f.devices.push_back({d.device, std::string(r.str(d.name_id)), d.cc_major, d.cc_minor,
-                         d.sm_count, d.total_mem});
+    f.devices.push_back({d.device, std::string(r.str(d.name_id)), d.cc_major, d.cc_minor, d.sm_count, d.total_mem});
   }
   f.status = r.status();
   f.dropped = std::max(f.status.complete ? f.status.end.dropped : 0, f.status.dropped);

@@ -36,18 +36,18 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
-#include "tools/analysis/losses.h"
 #include <vector>
+#include "tools/analysis/losses.h"
 
 #include <nlohmann/json.hpp>
 
-#include "trace/name_pattern.h"
-#include "trace/reader.h"
 #include "tools/analysis/breakdown.h"
 #include "tools/analysis/precision.h"
 #include "tools/analysis/runs.h"
 #include "tools/analysis/stacks.h"
 #include "tools/analysis/stats.h"
+#include "trace/name_pattern.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 
@@ -72,8 +72,8 @@ struct PrecisionTotal {  // kernels of one inferred precision
 // One call site that blocked the CPU on the GPU: synchronisations (context, stream, event) and
 // blocking (non-Async) copies and memsets that share a symbolised call stack, over all files.
 struct SyncSite {
-  std::vector<SymFrame> frames;  // innermost first
-  CpuTimeStat time;              // blocked CPU time (cpu_end - cpu_begin)
+  std::vector<SymFrame> frames;          // innermost first
+  CpuTimeStat time;                      // blocked CPU time (cpu_end - cpu_begin)
   std::map<std::string, uint64_t> apis;  // CUDA call -> count
 };
 
@@ -129,7 +129,7 @@ struct DeviceActivity {  // what one device of one file did
 
 // One capture window of one file (between its Window edges) and what it holds.
 struct WindowSummary {
-  uint32_t index = 0;     // the window's number in its file (0, 1, 2, ...)
+  uint32_t index = 0;  // the window's number in its file (0, 1, 2, ...)
   int64_t begin_ns = 0;
   int64_t end_ns = -1;    // -1: no end edge (the file ends inside the window)
   uint64_t kernels = 0;   // launches (captured ones excluded)
@@ -148,19 +148,19 @@ struct FileSummary {  // one trace file: one process, usually one rank
   std::string version;
   std::vector<DeviceInfo> devices;
   ReadStatus status;
-  uint64_t dropped = 0;  // max(End.dropped, sum of Loss/Dropped records)
-  tools::LossFacts losses;  // the records this trace is missing, by kind (tools/analysis/losses.h)
+  uint64_t dropped = 0;      // max(End.dropped, sum of Loss/Dropped records)
+  tools::LossFacts losses;   // the records this trace is missing, by kind (tools/analysis/losses.h)
   int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
   bool read_error = false;
-  std::string gpu_timing;        // meta gpu_timing: cupti, end, exact, none
-  double gpu_sample = 1;         // meta gpu_sample: fraction of the time GPU times were taken in
+  std::string gpu_timing;  // meta gpu_timing: cupti, end, exact, none
+  double gpu_sample = 1;   // meta gpu_sample: fraction of the time GPU times were taken in
   int64_t gpu_sample_period_ns = 0;
-  uint64_t not_sampled = 0;      // GPU operations flagged not_sampled (no GPU time by design)
+  uint64_t not_sampled = 0;  // GPU operations flagged not_sampled (no GPU time by design)
 
   // This file's own figures, for the per-rank comparison.
-  uint64_t kernels = 0;          // launches (captured ones excluded)
-  int64_t kernel_ns = 0;         // GPU time of timed kernels
-  int64_t comm_kernel_ns = 0;    // ... of communication kernels
+  uint64_t kernels = 0;        // launches (captured ones excluded)
+  int64_t kernel_ns = 0;       // GPU time of timed kernels
+  int64_t comm_kernel_ns = 0;  // ... of communication kernels
   StepStats steps;
   // Capture windows in the order they opened: the first kMaxWindows, then only counted.
   static constexpr size_t kMaxWindows = 4096;
@@ -175,8 +175,8 @@ struct FileSummary {  // one trace file: one process, usually one rank
 };
 
 struct SummaryOptions {
-  std::optional<int64_t> rank;     // only files whose rank is this one
-  std::optional<uint32_t> window;  // only records inside capture window W (Window records)
+  std::optional<int64_t> rank;                            // only files whose rank is this one
+  std::optional<uint32_t> window;                         // only records inside capture window W (Window records)
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // time span, by cpu_begin (or ts)
   int64_t to_ns = std::numeric_limits<int64_t>::max();
   bool relative = false;  // from_ns and to_ns count from each file's capture start
@@ -186,11 +186,10 @@ struct SummaryOptions {
   size_t timeline_capacity = DeviceTimeline::kDefaultCapacity;
 };
 
-
 class SummaryModel {
  public:
-  static constexpr size_t kCopyKinds = 6;  // trace::CopyKind Unknown..PtoP
-  static constexpr size_t kSyncKinds = 7;  // 0 (unknown) + trace::SyncKind Context..EventQuery
+  static constexpr size_t kCopyKinds = 6;          // trace::CopyKind Unknown..PtoP
+  static constexpr size_t kSyncKinds = 7;          // 0 (unknown) + trace::SyncKind Context..EventQuery
   static constexpr size_t kMaxRangeNames = 10000;  // distinct (domain, name) pairs kept
   static constexpr size_t kMaxMarkNames = 10000;
   static constexpr size_t kWorstLaunches = 10;
@@ -204,7 +203,7 @@ class SummaryModel {
   bool add(TraceReader& r);
 
   const SummaryOptions& options() const { return opt_; }
-  std::vector<KernelStat> kernels() const;  // sorted by total_ns desc, count desc, name
+  std::vector<KernelStat> kernels() const;                     // sorted by total_ns desc, count desc, name
   std::array<PrecisionTotal, kPrecisions> precisions() const;  // indexed by Precision
   const CopyStat& memcpy_kind(size_t kind) const { return memcpy_[kind]; }
   const CopyStat& memsets() const { return memset_; }
@@ -222,12 +221,12 @@ class SummaryModel {
   const StepStats& steps() const { return steps_; }
   std::string step_source() const;  // "ranges:<pattern>" or "sync:<kind>"
   const Dist& launch_latency() const { return launch_; }
-  const Dist& launch_latency_idle() const { return launch_idle_; }  // stream idle at launch
+  const Dist& launch_latency_idle() const { return launch_idle_; }             // stream idle at launch
   const std::vector<LaunchOutlier>& worst_launches() const { return worst_; }  // desc
   uint64_t short_kernels() const { return short_count_; }
   int64_t short_kernel_ns() const { return short_ns_; }
   const std::vector<FileSummary>& files() const { return files_; }  // sorted by rank, file
-  GpuBreakdown total_breakdown() const;  // all devices of all files
+  GpuBreakdown total_breakdown() const;                             // all devices of all files
   uint64_t dropped_records() const;
   tools::LossFacts losses() const;  // all files' together
   uint64_t api_errors() const { return api_errors_; }

@@ -5,13 +5,13 @@ namespace CLI {
 class App;
 }
 
-void add_record_command(CLI::App& app);   // tools/cmd/record.cpp
-void add_control_commands(CLI::App& app); // tools/cmd/control.cpp: start, stop
-void add_merge_command(CLI::App& app);    // tools/cmd/merge.cpp
-void add_dump_command(CLI::App& app);     // tools/cmd/dump.cpp
-void add_summary_command(CLI::App& app);  // tools/cmd/summary.cpp
-void add_diff_command(CLI::App& app);     // tools/cmd/diff.cpp
-void add_export_command(CLI::App& app);   // tools/cmd/export.cpp: chrome, perfetto, sqlite
-void add_report_command(CLI::App& app);   // tools/cmd/report.cpp: self-contained HTML report
-void add_serve_command(CLI::App& app);    // tools/cmd/serve.cpp
-void add_status_command(CLI::App& app);   // tools/cmd/status.cpp
+void add_record_command(CLI::App& app);    // tools/cmd/record.cpp
+void add_control_commands(CLI::App& app);  // tools/cmd/control.cpp: start, stop
+void add_merge_command(CLI::App& app);     // tools/cmd/merge.cpp
+void add_dump_command(CLI::App& app);      // tools/cmd/dump.cpp
+void add_summary_command(CLI::App& app);   // tools/cmd/summary.cpp
+void add_diff_command(CLI::App& app);      // tools/cmd/diff.cpp
+void add_export_command(CLI::App& app);    // tools/cmd/export.cpp: chrome, perfetto, sqlite
+void add_report_command(CLI::App& app);    // tools/cmd/report.cpp: self-contained HTML report
+void add_serve_command(CLI::App& app);     // tools/cmd/serve.cpp
+void add_status_command(CLI::App& app);    // tools/cmd/status.cpp

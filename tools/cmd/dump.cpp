@@ -15,11 +15,11 @@
 #include <CLI/CLI.hpp>
 
 #include "collector/nvtx_meta.h"
-#include "trace/reader.h"
-#include "tools/cmd/commands.h"
 #include "tools/analysis/losses.h"
-#include "tools/common/format_util.h"
 #include "tools/analysis/stacks.h"
+#include "tools/cmd/commands.h"
+#include "tools/common/format_util.h"
+#include "trace/reader.h"
 
 namespace {
 
@@ -59,12 +59,16 @@ std::string flag_names(uint32_t flags, const std::pair<uint32_t, const char*>* n
 }
 
 std::string op_flags(uint16_t flags) {
-  static const std::pair<uint32_t, const char*> names[] = {
-      {tf::kOpInferredStart, "inferred_start"}, {tf::kOpNoGpuTime, "no_gpu_time"},
-      {tf::kOpCaptured, "captured"},            {tf::kOpError, "error"},
-      {tf::kOpAsync, "async"},                  {tf::kOpPerThreadStream, "per_thread_stream"},
-      {tf::kOpNotSampled, "not_sampled"},       {tf::kOpGraphNodes, "graph_nodes"},
-      {tf::kOpGraphNode, "graph_node"},         {tf::kOpPendingExit, "pending_exit"}};
+  static const std::pair<uint32_t, const char*> names[] = {{tf::kOpInferredStart, "inferred_start"},
+                                                           {tf::kOpNoGpuTime, "no_gpu_time"},
+                                                           {tf::kOpCaptured, "captured"},
+                                                           {tf::kOpError, "error"},
+                                                           {tf::kOpAsync, "async"},
+                                                           {tf::kOpPerThreadStream, "per_thread_stream"},
+                                                           {tf::kOpNotSampled, "not_sampled"},
+                                                           {tf::kOpGraphNodes, "graph_nodes"},
+                                                           {tf::kOpGraphNode, "graph_node"},
+                                                           {tf::kOpPendingExit, "pending_exit"}};
   return flag_names(flags, names, std::size(names));
 }
 
@@ -86,7 +90,7 @@ const char* range_kind_name(const tf::RangeRec& g) {
 const char* range_source_name(uint8_t source) {
   return source == uint8_t(tf::RangeSource::Nvtx)  ? "nvtx"
          : source == uint8_t(tf::RangeSource::Api) ? "api"
-                                                    : "unknown";
+                                                   : "unknown";
 }
 
 // Record type names: the reader's, plus the types this tool knows that an older reader may not.
@@ -100,10 +104,8 @@ bool parse_type(std::string_view name, uint16_t* type) {
   if (cutrace::parse_rec_type(name, type)) return true;
   for (uint16_t t : {uint16_t(tf::RecType::Range), uint16_t(tf::RecType::Mark)}) {
     std::string_view n = type_name(t);
-    if (n.size() == name.size() &&
-        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) ==
-                 std::tolower(static_cast<unsigned char>(b));
+    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
         })) {
       *type = t;
       return true;
@@ -139,9 +141,7 @@ class RecordPrinter {
     return n.empty() ? std::to_string(id) : format_copies("{} {}", id, quote(n));
   }
   std::string api(uint16_t id) const { return format_copies("#{} {}", id, quote(r_.api_name(id))); }
-  std::string cpu(int64_t b, int64_t e) const {
-    return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, span(b, e));
-  }
+  std::string cpu(int64_t b, int64_t e) const { return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, span(b, e)); }
   std::string op(const tf::OpCommon& o) const;
   static std::string short_record(const Record& rec, size_t want) {
     return format_copies("size={} (malformed: shorter than {} bytes)", rec.size(), want);
@@ -160,8 +160,8 @@ std::string RecordPrinter::stack(const Record& rec) const {
   switch (rec.type()) {
     case tf::RecType::Module: {
       const auto& m = rec.as<tf::ModuleRec>();
-      return format_copies("module={} path={} base={:#x} size={} build_id={}", m.module, s(m.path_id), m.base,
-                           m.size, m.build_id_id ? s(m.build_id_id) : std::string("0"));
+      return format_copies("module={} path={} base={:#x} size={} build_id={}", m.module, s(m.path_id), m.base, m.size,
+                           m.build_id_id ? s(m.build_id_id) : std::string("0"));
     }
     case tf::RecType::Stack: {
       const auto& st = rec.as<tf::StackRec>();
@@ -177,16 +177,14 @@ std::string RecordPrinter::stack(const Record& rec) const {
       return format_copies("corr={} stack={} op={} innermost={}", o.corr, o.stack, type_name(o.op_type),
                            frames.empty() ? std::string("?") : quote(cutrace::frame_text(frames.front())));
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
 std::string RecordPrinter::op(const tf::OpCommon& o) const {
   return format_copies(
-      "corr={} tid={} stream={} device={} api={} {} gpu=[{}..{}] gpu_dur={} flags={} result={}",
-      o.corr, o.tid, o.stream, o.device, api(o.api), cpu(o.cpu_begin, o.cpu_end), o.gpu_start,
-      o.gpu_end,
+      "corr={} tid={} stream={} device={} api={} {} gpu=[{}..{}] gpu_dur={} flags={} result={}", o.corr, o.tid,
+      o.stream, o.device, api(o.api), cpu(o.cpu_begin, o.cpu_end), o.gpu_start, o.gpu_end,
       (o.flags & tf::kOpPendingExit) ? std::string("pending")
                                      : std::to_string(o.gpu_start && o.gpu_end ? span(o.gpu_start, o.gpu_end) : 0),
       op_flags(o.flags), o.result);
@@ -195,8 +193,7 @@ std::string RecordPrinter::op(const tf::OpCommon& o) const {
 std::string RecordPrinter::metadata(const Record& rec) const {
   switch (rec.type()) {
     case tf::RecType::String:
-      return format_copies("id={} text={}", rec.as<tf::StringRec>().id,
-                         quote(rec.tail(sizeof(tf::StringRec))));
+      return format_copies("id={} text={}", rec.as<tf::StringRec>().id, quote(rec.tail(sizeof(tf::StringRec))));
     case tf::RecType::Meta: {
       const auto& m = rec.as<tf::MetaRec>();
       return format_copies("key={} value={}", s(m.key_id), s(m.value_id));
@@ -211,17 +208,14 @@ std::string RecordPrinter::metadata(const Record& rec) const {
     }
     case tf::RecType::Device: {
       const auto& d = rec.as<tf::DeviceRec>();
-      return format_copies("device={} name={} cc={}.{} sm_count={} total_mem={} uuid={} pci_bus={}",
-                         d.device, s(d.name_id), d.cc_major, d.cc_minor, d.sm_count, d.total_mem,
-                         uuid_text(d.uuid), d.pci_bus);
+      return format_copies("device={} name={} cc={}.{} sm_count={} total_mem={} uuid={} pci_bus={}", d.device,
+                           s(d.name_id), d.cc_major, d.cc_minor, d.sm_count, d.total_mem, uuid_text(d.uuid), d.pci_bus);
     }
     case tf::RecType::Stream: {
       const auto& st = rec.as<tf::StreamRec>();
-      return format_copies("stream={} device={} flags={:#x} handle={:#x}", st.stream, st.device,
-                         st.flags, st.handle);
+      return format_copies("stream={} device={} flags={:#x} handle={:#x}", st.stream, st.device, st.flags, st.handle);
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -232,45 +226,44 @@ std::string RecordPrinter::operation(const Record& rec) const {
       return format_copies(
           "{} name={} grid=({},{},{}) block=({},{},{}) dyn_smem={} static_smem={} regs={} "
           "kind={} graph_id={}",
-          op(k.op), s(k.name_id), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-          k.block[2], k.dyn_smem, k.static_smem, k.regs, cutrace::kernel_kind_name(k.kind),
-          k.graph_id);
+          op(k.op), s(k.name_id), k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.dyn_smem,
+          k.static_smem, k.regs, cutrace::kernel_kind_name(k.kind), k.graph_id);
     }
     case tf::RecType::Memcpy: {
       const auto& m = rec.as<tf::MemcpyRec>();
-      return format_copies("{} bytes={} copy_kind={} src_kind={} dst_kind={} src_device={} "
-                         "dst_device={}",
-                         op(m.op), m.bytes, cutrace::copy_kind_name(m.copy_kind),
-                         cutrace::mem_kind_name(m.src_kind), cutrace::mem_kind_name(m.dst_kind),
-                         m.src_device, m.dst_device);
+      return format_copies(
+          "{} bytes={} copy_kind={} src_kind={} dst_kind={} src_device={} "
+          "dst_device={}",
+          op(m.op), m.bytes, cutrace::copy_kind_name(m.copy_kind), cutrace::mem_kind_name(m.src_kind),
+          cutrace::mem_kind_name(m.dst_kind), m.src_device, m.dst_device);
     }
     case tf::RecType::Memset: {
       const auto& m = rec.as<tf::MemsetRec>();
-      return format_copies("{} bytes={} value={:#x} element_size={}", op(m.op), m.bytes, m.value,
-                         m.element_size);
+      return format_copies("{} bytes={} value={:#x} element_size={}", op(m.op), m.bytes, m.value, m.element_size);
     }
     case tf::RecType::Sync: {
       const auto& y = rec.as<tf::SyncRec>();
-      return format_copies("kind={} corr={} tid={} stream={} device={} api={} {} event={:#x} "
-                         "result={}{}",
-                         cutrace::sync_kind_name(y.kind), y.corr, y.tid, y.stream, y.device,
-                         api(y.api), cpu(y.cpu_begin, y.cpu_end), y.event, y.result,
-                         tf::sync_open(y) ? " open=pending_at_exit" : "");
+      return format_copies(
+          "kind={} corr={} tid={} stream={} device={} api={} {} event={:#x} "
+          "result={}{}",
+          cutrace::sync_kind_name(y.kind), y.corr, y.tid, y.stream, y.device, api(y.api), cpu(y.cpu_begin, y.cpu_end),
+          y.event, y.result, tf::sync_open(y) ? " open=pending_at_exit" : "");
     }
     case tf::RecType::Memory: {
       const auto& m = rec.as<tf::MemoryRec>();
-      const char* what = m.op == uint8_t(tf::MemOp::Alloc) ? "alloc"
-                         : m.op == uint8_t(tf::MemOp::Free) ? "free" : "unknown";
-      return format_copies("op={} mem_kind={} address={:#x} bytes={} tid={} stream={} device={} "
-                         "api={} {} result={}",
-                         what, cutrace::mem_kind_name(m.mem_kind), m.address, m.bytes, m.tid,
-                         m.stream, m.device, api(m.api), cpu(m.cpu_begin, m.cpu_end), m.result);
+      const char* what = m.op == uint8_t(tf::MemOp::Alloc)  ? "alloc"
+                         : m.op == uint8_t(tf::MemOp::Free) ? "free"
+                                                            : "unknown";
+      return format_copies(
+          "op={} mem_kind={} address={:#x} bytes={} tid={} stream={} device={} "
+          "api={} {} result={}",
+          what, cutrace::mem_kind_name(m.mem_kind), m.address, m.bytes, m.tid, m.stream, m.device, api(m.api),
+          cpu(m.cpu_begin, m.cpu_end), m.result);
     }
     case tf::RecType::Api: {
       const auto& a = rec.as<tf::ApiRec>();
-      return format_copies("api={} corr={} tid={} stream={} device={} {} arg={:#x} result={}",
-                         api(a.api), a.corr, a.tid, a.stream, a.device,
-                         cpu(a.cpu_begin, a.cpu_end), a.arg, a.result);
+      return format_copies("api={} corr={} tid={} stream={} device={} {} arg={:#x} result={}", api(a.api), a.corr,
+                           a.tid, a.stream, a.device, cpu(a.cpu_begin, a.cpu_end), a.arg, a.result);
     }
     case tf::RecType::Range: {
       if (rec.size() < sizeof(tf::RangeRec)) return short_record(rec, sizeof(tf::RangeRec));
@@ -278,20 +271,18 @@ std::string RecordPrinter::operation(const Record& rec) const {
       return format_copies(
           "id={} kind={} source={} tid={} end_tid={} depth={} name={} domain={} category={} "
           "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}",
-          g.id, range_kind_name(g), range_source_name(g.source), g.tid, g.end_tid, g.depth,
-          s(g.name_id), s(g.domain_id), category(g.category, g.domain_id), g.color, cpu(g.cpu_begin, tf::range_end(g)),
-          g.gpu_start, g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0,
-          g.gpu_ops);
+          g.id, range_kind_name(g), range_source_name(g.source), g.tid, g.end_tid, g.depth, s(g.name_id),
+          s(g.domain_id), category(g.category, g.domain_id), g.color, cpu(g.cpu_begin, tf::range_end(g)), g.gpu_start,
+          g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0, g.gpu_ops);
     }
     case tf::RecType::Mark: {
       if (rec.size() < sizeof(tf::MarkRec)) return short_record(rec, sizeof(tf::MarkRec));
       const auto& k = rec.as<tf::MarkRec>();
-      return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}",
-                           k.ts, range_source_name(k.source), k.tid, s(k.name_id), s(k.domain_id),
+      return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}", k.ts,
+                           range_source_name(k.source), k.tid, s(k.name_id), s(k.domain_id),
                            category(k.category, k.domain_id), k.color);
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -307,15 +298,15 @@ std::string RecordPrinter::sample(const Record& rec) const {
         std::memcpy(&v, tail.data() + 2 * i, sizeof v);
         cores += format_copies("{}{:.2f}", i ? "," : "", v / 100.0);
       }
-      return format_copies("ts={} ncores={} total_util={:.2f}% process_util={:.2f}% cores=[{}]",
-                         c.ts, c.ncores, c.total_util / 100.0, c.process_util / 100.0, cores);
+      return format_copies("ts={} ncores={} total_util={:.2f}% process_util={:.2f}% cores=[{}]", c.ts, c.ncores,
+                           c.total_util / 100.0, c.process_util / 100.0, cores);
     }
     case tf::RecType::GpuSample: {
       const auto& g = rec.as<tf::GpuSampleRec>();
-      return format_copies("ts={} device={} util={}% mem_util={}% temp_c={} sm_clock_mhz={} "
-                         "power_mw={} mem_used={} mem_total={}",
-                         g.ts, g.device, g.util, g.mem_util, g.temp_c, g.sm_clock_mhz,
-                         g.power_mw, g.mem_used, g.mem_total);
+      return format_copies(
+          "ts={} device={} util={}% mem_util={}% temp_c={} sm_clock_mhz={} "
+          "power_mw={} mem_used={} mem_total={}",
+          g.ts, g.device, g.util, g.mem_util, g.temp_c, g.sm_clock_mhz, g.power_mw, g.mem_used, g.mem_total);
     }
     case tf::RecType::ClockSync: {
       const auto& c = rec.as<tf::ClockSyncRec>();
@@ -331,22 +322,22 @@ std::string RecordPrinter::sample(const Record& rec) const {
       for (int k = 0; k < tf::kLossKinds; ++k)
         if (l.count[k]) counts += format_copies(" {}={}", cutrace::tools::loss_kind_name(k), l.count[k]);
       const char* why = l.reason == uint8_t(tf::LossReason::Budget) ? "budget"
-                        : l.reason == uint8_t(tf::LossReason::Exit) ? "exit" : "unknown";
+                        : l.reason == uint8_t(tf::LossReason::Exit) ? "exit"
+                                                                    : "unknown";
       return format_copies("begin={} end={} tid={} reason={}{}", l.begin_ns, l.end_ns, l.tid, why, counts);
     }
     case tf::RecType::Window: {
       const auto& w = rec.as<tf::WindowRec>();
       const char* edge = w.edge == uint8_t(tf::WindowEdge::Begin) ? "begin"
-                         : w.edge == uint8_t(tf::WindowEdge::End) ? "end" : "unknown";
+                         : w.edge == uint8_t(tf::WindowEdge::End) ? "end"
+                                                                  : "unknown";
       return format_copies("ts={} index={} reason={} edge={}", w.ts, w.index, s(w.reason_id), edge);
     }
     case tf::RecType::End: {
       const auto& e = rec.as<tf::EndRec>();
-      return format_copies("ts={} records={} dropped={} flags={}", e.ts, e.records, e.dropped,
-                         end_flags(e.flags));
+      return format_copies("ts={} records={} dropped={} flags={}", e.ts, e.records, e.dropped, end_flags(e.flags));
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -368,8 +359,7 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
     case tf::RecType::Sync: return rec.as<tf::SyncRec>().cpu_begin;
     case tf::RecType::Memory: return rec.as<tf::MemoryRec>().cpu_begin;
     case tf::RecType::Api: return rec.as<tf::ApiRec>().cpu_begin;
-    case tf::RecType::Range:
-      return rec.size() >= sizeof(tf::RangeRec) ? rec.as<tf::RangeRec>().cpu_begin : 0;
+    case tf::RecType::Range: return rec.size() >= sizeof(tf::RangeRec) ? rec.as<tf::RangeRec>().cpu_begin : 0;
     case tf::RecType::Mark: return rec.size() >= sizeof(tf::MarkRec) ? rec.as<tf::MarkRec>().ts : 0;
     case tf::RecType::CpuSample: return rec.as<tf::CpuSampleRec>().ts;
     case tf::RecType::GpuSample: return rec.as<tf::GpuSampleRec>().ts;
@@ -395,15 +385,16 @@ void print_header(const TraceReader& r) {
 
 void print_status(const TraceReader& r) {
   const cutrace::ReadStatus& s = r.status();
-  std::string line = s.complete ? "complete" : "truncated (no End record: the process did not "
-                                               "close the trace)";
-  line += format_copies("; blocks={} bad_blocks={} seq_gaps={} missing_blocks={} records={} "
-                      "bad_records={} trailing_bytes={} dropped_records={}",
-                      s.blocks, s.bad_blocks, s.seq_gaps, s.missing_blocks, s.records,
-                      s.bad_records, s.trailing_bytes, s.dropped);
+  std::string line = s.complete ? "complete"
+                                : "truncated (no End record: the process did not "
+                                  "close the trace)";
+  line += format_copies(
+      "; blocks={} bad_blocks={} seq_gaps={} missing_blocks={} records={} "
+      "bad_records={} trailing_bytes={} dropped_records={}",
+      s.blocks, s.bad_blocks, s.seq_gaps, s.missing_blocks, s.records, s.bad_records, s.trailing_bytes, s.dropped);
   if (s.complete) {
-    line += format_copies("; end: records={} dropped={} flags={}", s.end.records, s.end.dropped,
-                        end_flags(s.end.flags));
+    line +=
+        format_copies("; end: records={} dropped={} flags={}", s.end.records, s.end.dropped, end_flags(s.end.flags));
   }
   std::printf("status    %s\n", line.c_str());
 }
@@ -419,8 +410,7 @@ void print_stats(TraceReader& r) {
               (unsigned long long)r.file_size(), kernels ? double(r.file_size()) / double(kernels) : 0.0);
   std::printf("records %llu, B/record %.2f, blocks %llu, payload %llu bytes -> %llu on disk (LZ4 x%.2f)\n",
               (unsigned long long)s.records, s.records ? double(r.file_size()) / double(s.records) : 0.0,
-              (unsigned long long)s.blocks, (unsigned long long)s.payload_bytes,
-              (unsigned long long)s.compressed_bytes,
+              (unsigned long long)s.blocks, (unsigned long long)s.payload_bytes, (unsigned long long)s.compressed_bytes,
               s.compressed_bytes ? double(s.payload_bytes) / double(s.compressed_bytes) : 0.0);
   for (const auto& [type, n] : counts) {
     std::printf("  %-10s %12llu records\n", type_name(type), (unsigned long long)n);
@@ -463,8 +453,8 @@ int run(const Options& o) {
     if ((filter && rec.type_raw() != only) || (o.limit && shown >= o.limit)) return;
     ++shown;
     std::string rel = ts ? format_copies("{:+.6f}", double(span(base, ts)) / 1e6) : "";
-    std::printf("%9llu %18s %-9s %s\n", static_cast<unsigned long long>(i), rel.c_str(),
-                type_name(rec.type_raw()), printer.fields(rec).c_str());
+    std::printf("%9llu %18s %-9s %s\n", static_cast<unsigned long long>(i), rel.c_str(), type_name(rec.type_raw()),
+                printer.fields(rec).c_str());
   });
   print_status(r);
   if (!r.error().empty()) {

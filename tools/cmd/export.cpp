@@ -12,12 +12,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "trace/reader.h"
 #include "tools/analysis/align.h"
 #include "tools/cmd/commands.h"
+#include "tools/common/format_util.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
-#include "tools/common/format_util.h"
+#include "trace/reader.h"
 
 namespace {
 
@@ -43,7 +43,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "cutrace export: %s: no *.cutrace files\n", o.path.c_str());
     return 2;
   }
-  if (o.format == "chrome" && files.size() > 1 && o.out.size() > 5 && o.out.compare(o.out.size() - 5, 5, ".json") == 0) {
+  if (o.format == "chrome" && files.size() > 1 && o.out.size() > 5 &&
+      o.out.compare(o.out.size() - 5, 5, ".json") == 0) {
     std::fprintf(stderr,
                  "cutrace export: -o %s names one file, but %s holds %zu traces: the chrome format writes one Kineto "
                  "JSON per rank, the layout Holistic Trace Analysis reads from a directory: name a directory (-o %s)\n",
@@ -72,7 +73,8 @@ int run(const Options& o) {
     double align_s = std::chrono::duration<double>(t1 - t0).count();
     double export_s = std::chrono::duration<double>(t2 - t1).count();
     std::fprintf(stderr, "cutrace export: %zu trace(s), clock alignment %s", files.size(), a.method.c_str());
-    if (a.matched) std::fprintf(stderr, " (%zu collectives, residual median %.1f us)", a.matched, a.residual_median_ns / 1e3);
+    if (a.matched)
+      std::fprintf(stderr, " (%zu collectives, residual median %.1f us)", a.matched, a.residual_median_ns / 1e3);
     std::fprintf(stderr, " in %.2f s\n", align_s);
     if (st.events || st.bytes) {
       const char* unit = o.format == "perfetto" ? "packets" : "events";
@@ -90,12 +92,16 @@ int run(const Options& o) {
 
 void add_export_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("export", "Export the traces of a run (DIR) or one FILE to Chrome JSON, Perfetto or SQLite");
+  CLI::App* sub =
+      app.add_subcommand("export", "Export the traces of a run (DIR) or one FILE to Chrome JSON, Perfetto or SQLite");
   sub->add_option("path", o->path, "trace directory or .cutrace file")->required();
-  sub->add_option("--format,-f", o->format, "chrome (Kineto JSON per rank, for HTA/Perfetto), perfetto (protobuf, all ranks), sqlite (Nsight Systems tables)")
+  sub->add_option("--format,-f", o->format,
+                  "chrome (Kineto JSON per rank, for HTA/Perfetto), perfetto (protobuf, all ranks), sqlite (Nsight "
+                  "Systems tables)")
       ->required()
       ->check(CLI::IsMember({"chrome", "perfetto", "sqlite"}));
-  sub->add_option("-o,--output", o->out, "chrome: output directory (or FILE.json for one trace); perfetto/sqlite: output file")
+  sub->add_option("-o,--output", o->out,
+                  "chrome: output directory (or FILE.json for one trace); perfetto/sqlite: output file")
       ->required();
   sub->add_flag("-q,--quiet", o->quiet, "print nothing but errors");
   sub->callback([o] {

@@ -13,10 +13,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "trace/reader.h"
 #include "tools/analysis/align.h"
 #include "tools/cmd/commands.h"
 #include "tools/common/format_util.h"
+#include "trace/reader.h"
 
 namespace {
 
@@ -33,15 +33,17 @@ std::string dir_name(const std::string& p) {
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat x {}, y {};
+  struct stat x {
+  }, y{};
   return stat(a.c_str(), &x) == 0 && stat(b.c_str(), &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 int run_merge(const Options& o) {
   cutrace::AlignOptions opt;
-  if (!o.tolerance.empty() && (!cutrace::tools::parse_duration(o.tolerance, &opt.cross_host_tolerance_ns) ||
-                               opt.cross_host_tolerance_ns < 0)) {
-    fprintf(stderr, "cutrace merge: --clock-tolerance %s: expected a duration such as 50ms or 3s\n", o.tolerance.c_str());
+  if (!o.tolerance.empty() &&
+      (!cutrace::tools::parse_duration(o.tolerance, &opt.cross_host_tolerance_ns) || opt.cross_host_tolerance_ns < 0)) {
+    fprintf(stderr, "cutrace merge: --clock-tolerance %s: expected a duration such as 50ms or 3s\n",
+            o.tolerance.c_str());
     return 2;
   }
   std::vector<std::string> files = cutrace::list_trace_files(o.where);
@@ -82,12 +84,20 @@ int run_merge(const Options& o) {
     j["output"] = o.out.empty() ? nlohmann::json() : nlohmann::json(o.out);
     j["ranks"] = nlohmann::json::array();
     for (const auto& r : a.ranks)
-      j["ranks"].push_back({{"file", r.file}, {"rank", r.rank}, {"host", r.host}, {"offset_ns", r.offset_ns},
-                            {"wall_offset_ns", r.wall_offset_ns}, {"refined_ns", r.refined_ns},
-                            {"uncertainty_ns", r.uncertainty_ns}, {"collectives", r.collectives},
-                            {"matched", r.matched}, {"matched_by", r.matched_by},
-                            {"residual_median_ns", r.residual_median_ns}, {"residual_max_ns", r.residual_max_ns},
-                            {"status", r.status}, {"note", r.note}});
+      j["ranks"].push_back({{"file", r.file},
+                            {"rank", r.rank},
+                            {"host", r.host},
+                            {"offset_ns", r.offset_ns},
+                            {"wall_offset_ns", r.wall_offset_ns},
+                            {"refined_ns", r.refined_ns},
+                            {"uncertainty_ns", r.uncertainty_ns},
+                            {"collectives", r.collectives},
+                            {"matched", r.matched},
+                            {"matched_by", r.matched_by},
+                            {"residual_median_ns", r.residual_median_ns},
+                            {"residual_max_ns", r.residual_max_ns},
+                            {"status", r.status},
+                            {"note", r.note}});
     printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());  // host names: any bytes
     return 0;
   }
@@ -95,7 +105,8 @@ int run_merge(const Options& o) {
   printf("  %-6s %-16s %22s %14s %12s  %s\n", "rank", "host", "offset (ns)", "refined (ns)", "uncertainty", "file");
   for (const auto& r : a.ranks)
     printf("  %-6d %-16s %22lld %14lld %12s  %s\n", r.rank, printable(r.host).c_str(), (long long)r.offset_ns,
-           (long long)r.refined_ns, ("+-" + cutrace::tools::human_ns(r.uncertainty_ns)).c_str(), printable(r.file).c_str());
+           (long long)r.refined_ns, ("+-" + cutrace::tools::human_ns(r.uncertainty_ns)).c_str(),
+           printable(r.file).c_str());
   for (const std::string& l : cutrace::alignment_lines(a)) printf("%s\n", printable(l).c_str());
   if (a.reference >= 0 && files.size() > 1) {
     const cutrace::RankClock& ref = a.ranks[size_t(a.reference)];

@@ -5,24 +5,24 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <set>
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "runtime/gpu_sample.h"
-#include "trace/reader.h"
+#include "tools/analysis/losses.h"
 #include "tools/cmd/commands.h"
 #include "tools/cmd/status.h"
 #include "tools/common/format_util.h"
-#include "tools/analysis/losses.h"
+#include "trace/reader.h"
 
 namespace {
 
@@ -180,8 +180,9 @@ int run_record(const RecordOptions& o) {
   double fraction = 1;
   int64_t period_ns = 0;
   if (!o.gpu_sample.empty() && !cutrace::parse_gpu_sample(o.gpu_sample.c_str(), &fraction, &period_ns)) {
-    fprintf(stderr, "cutrace record: --gpu-sample must be FRACTION[/PERIOD_MS] with 0 < FRACTION <= 1 and "
-                    "10 <= PERIOD_MS <= 3600000, e.g. 0.2 or 0.2/500\n");
+    fprintf(stderr,
+            "cutrace record: --gpu-sample must be FRACTION[/PERIOD_MS] with 0 < FRACTION <= 1 and "
+            "10 <= PERIOD_MS <= 3600000, e.g. 0.2 or 0.2/500\n");
     return 2;
   }
   if (o.backtrace != "none" && o.backtrace != "sync" && o.backtrace != "all") {
@@ -260,15 +261,15 @@ int run_record(const RecordOptions& o) {
   if (!o.quiet && isatty(STDERR_FILENO)) {
     wait_with_status_line(out, &status);
   } else {
-    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {}
   }
   size_t written = count_new_traces(out, before_names);
   fprintf(stderr, "cutrace: %zu trace file%s written to %s\n", written, written == 1 ? "" : "s", out.c_str());
   print_losses(out, before_names);
   if (before > 0 && written > 0)
-    fprintf(stderr, "cutrace: %s also holds %zu trace file%s of earlier runs: the tools read a directory's files as "
-                    "one job (they note traces of separate runs); use a directory per run\n",
+    fprintf(stderr,
+            "cutrace: %s also holds %zu trace file%s of earlier runs: the tools read a directory's files as "
+            "one job (they note traces of separate runs); use a directory per run\n",
             out.c_str(), before, before == 1 ? "" : "s");
   // With windows, a process writes a file only once one opened in it (collector.cpp, finish).
   if (written == 0 && (range != "process" || o.delay > 0)) {

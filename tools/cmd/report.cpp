@@ -8,8 +8,8 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/cmd/commands.h"
-#include "tools/export/common.h"
 #include "tools/common/format_util.h"
+#include "tools/export/common.h"
 #include "tools/report/data.h"
 
 namespace {
@@ -45,7 +45,8 @@ int run(const Options& o) {
 
 void add_report_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("report", "Write one self-contained HTML report (dashboard and timeline) of a run (DIR) or one FILE");
+  CLI::App* sub = app.add_subcommand(
+      "report", "Write one self-contained HTML report (dashboard and timeline) of a run (DIR) or one FILE");
   sub->add_option("path", o->path, "trace directory or .cutrace file")->required();
   sub->add_option("-o,--output", o->out, "output HTML file (default report.html)");
   sub->add_flag("-q,--quiet", o->quiet, "print nothing but errors");

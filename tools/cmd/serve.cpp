@@ -9,15 +9,15 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 
 #include "tools/cmd/commands.h"
 #include "tools/common/format_util.h"
-#include "tools/serve/job_dir.h"
 #include "tools/report/data.h"
 #include "tools/serve/auth.h"
 #include "tools/serve/http.h"
+#include "tools/serve/job_dir.h"
 #include "tools/serve/jobs.h"
 
 namespace {
@@ -35,9 +35,9 @@ struct Options {
 // Limits. cpp-httplib 0.11 (Debian 12) also caps the request line and each header line at 8 KiB:
 // longer ones are answered 414 / 400 without reaching a handler.
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // request line + headers + body (serve_http.h)
-constexpr size_t kMaxBody = 4096;       // no route takes a body
-constexpr size_t kMaxHeaders = 64;      // header lines per request
-constexpr int kMaxWidthPx = 16384;      // timeline pieces: level of detail is required
+constexpr size_t kMaxBody = 4096;               // no route takes a body
+constexpr size_t kMaxHeaders = 64;              // header lines per request
+constexpr int kMaxWidthPx = 16384;              // timeline pieces: level of detail is required
 
 const char* kSecurityHeaders[][2] = {
     {"X-Content-Type-Options", "nosniff"},
@@ -110,8 +110,7 @@ bool parse_filter(const httplib::Request& req, cutrace::jobs::Filter* f, std::st
   int64_t from_ms = INT64_MIN / 1'000'000, to_ms = INT64_MAX / 1'000'000;
   if (!int_param(req, "from", &from_ms) || !int_param(req, "to", &to_ms))
     return *why = "from and to must be integers (Unix time in ms)", false;
-  if (from_ms < INT64_MIN / 1'000'000 || to_ms > INT64_MAX / 1'000'000)
-    return *why = "from/to out of range", false;
+  if (from_ms < INT64_MIN / 1'000'000 || to_ms > INT64_MAX / 1'000'000) return *why = "from/to out of range", false;
   f->from_ns = from_ms * 1'000'000;
   f->to_ns = to_ms * 1'000'000 + (to_ms < INT64_MAX / 1'000'000 ? 999'999 : 0);
   return true;
@@ -127,8 +126,8 @@ bool parse_piece(const httplib::Request& req, cutrace::report::TimelineQuery* q,
   return true;
 }
 
-void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const Options& o,
-                    int* bound_port, const std::string& token) {
+void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const Options& o, int* bound_port,
+                    const std::string& token) {
   const std::string id = "([0-9a-f]{16})";  // jobs::job_id(): anything else is a 404
   svr.set_pre_routing_handler([&o, bound_port, &token](const httplib::Request& req, httplib::Response& res) {
     // Runs before httplib reads a body. No route takes one: refuse chunked bodies (httplib 0.11
@@ -154,8 +153,7 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     if (is_loopback(o.host)) {
       std::string host = req.get_header_value("Host");
       std::string port = ":" + std::to_string(*bound_port);
-      if (host != "127.0.0.1" + port && host != "localhost" + port && host != "[::1]" + port &&
-          host != o.host + port) {
+      if (host != "127.0.0.1" + port && host != "localhost" + port && host != "[::1]" + port && host != o.host + port) {
         return refuse(421, "unexpected Host header");
       }
     }
@@ -163,12 +161,14 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
     if (req.path == "/favicon.ico") return httplib::Server::HandlerResponse::Unhandled;
     bool api = req.path.rfind("/api/", 0) == 0, page = req.method == "GET" && !api;
     sv::Auth auth = sv::authenticate(req, token);
-    if (auth == sv::Auth::None && !page) return refuse(401, "the token is missing or wrong: use the URL cutrace serve printed");
+    if (auth == sv::Auth::None && !page)
+      return refuse(401, "the token is missing or wrong: use the URL cutrace serve printed");
     if (auth == sv::Auth::None) {
       res.status = 401;
-      res.set_content(sv::error_page(401, "the token is missing or wrong",
-                                     "Open the address that cutrace serve printed when it started (it ends in ?token=...)."),
-                      "text/html; charset=utf-8");
+      res.set_content(
+          sv::error_page(401, "the token is missing or wrong",
+                         "Open the address that cutrace serve printed when it started (it ends in ?token=...)."),
+          "text/html; charset=utf-8");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (req.method != "GET" && req.method != "HEAD" && sv::cross_origin(req))
@@ -197,9 +197,8 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
 
   // The job list page and its assets.
   svr.Get("/", [](const httplib::Request&, httplib::Response& res) { send_asset(res, "jobs.html"); });
-  svr.Get("/(jobs\\.js|jobs\\.css)", [](const httplib::Request& req, httplib::Response& res) {
-    send_asset(res, req.matches[1]);
-  });
+  svr.Get("/(jobs\\.js|jobs\\.css)",
+          [](const httplib::Request& req, httplib::Response& res) { send_asset(res, req.matches[1]); });
   svr.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   svr.Get("/api/jobs", [&cache](const httplib::Request& req, httplib::Response& res) {
     cutrace::jobs::Filter f;
@@ -226,8 +225,7 @@ void install_routes(httplib::Server& svr, cutrace::serve::JobCache& cache, const
   auto timeline = [&cache](const httplib::Request& req, httplib::Response& res) {
     cutrace::report::TimelineQuery q;
     std::string why;
-    send(res, parse_piece(req, &q, &why) ? cache.timeline(req.matches[1], q)
-                                         : cutrace::serve::error_reply(400, why));
+    send(res, parse_piece(req, &q, &why) ? cache.timeline(req.matches[1], q) : cutrace::serve::error_reply(400, why));
   };
   svr.Get("/api/jobs/" + id + "/dashboard", dashboard);
   svr.Get("/api/jobs/" + id + "/timeline", timeline);
@@ -282,7 +280,7 @@ int run_serve(const Options& o) {
   limits.max_request_bytes = kMaxRequestBytes;
   cutrace::serve::BoundedServer svr(limits);
   svr.set_payload_max_length(kMaxBody);
-  svr.set_read_timeout(5);    // a body, once its request head is in (the gate waits for heads)
+  svr.set_read_timeout(5);  // a body, once its request head is in (the gate waits for heads)
   svr.set_write_timeout(10);
   if (o.verbose) {
     svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
@@ -303,8 +301,10 @@ int run_serve(const Options& o) {
     return 2;
   }
   if (!is_loopback(o.host)) {
-    fprintf(stderr, "cutrace serve: warning: listening on %s: anyone who can reach this host can "
-                    "read the traces under %s\n", o.host.c_str(), scanner.root().c_str());
+    fprintf(stderr,
+            "cutrace serve: warning: listening on %s: anyone who can reach this host can "
+            "read the traces under %s\n",
+            o.host.c_str(), scanner.root().c_str());
   }
   std::string shown = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   printf("cutrace serve: http://%s:%d/?token=%s serving %s\n", shown.c_str(), port, token.c_str(),
@@ -322,16 +322,13 @@ int run_serve(const Options& o) {
 
 void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve", "Web server over a directory of recorded jobs: list, dashboard, timeline");
+  CLI::App* cmd =
+      app.add_subcommand("serve", "Web server over a directory of recorded jobs: list, dashboard, timeline");
   cmd->add_option("dir", o->dir, "Directory of jobs (each a directory of *.cutrace files)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--port,-p", o->port, "Port (0: any free port)")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  cmd->add_option("--host", o->host,
-                  "Address to listen on (default loopback only; anything else exposes the traces)")
+  cmd->add_option("--port,-p", o->port, "Port (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--host", o->host, "Address to listen on (default loopback only; anything else exposes the traces)")
       ->capture_default_str();
   cmd->add_option("--max-loaded", o->max_loaded, "Jobs kept loaded at once (least recently used dropped)")
       ->check(CLI::Range(1, 64))

@@ -3,19 +3,19 @@
 // where the GPU and CPU time went, across every trace of a run. The aggregation is
 // tools/summary_model; this file only renders it. docs/SUMMARY.md describes every table and key.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <tuple>
-#include <cctype>
 
 #include <CLI/CLI.hpp>
 
-#include "tools/cmd/commands.h"
-#include "tools/common/format_util.h"
 #include "tools/analysis/name_groups.h"
 #include "tools/analysis/straggler.h"
 #include "tools/analysis/summary_model.h"
+#include "tools/cmd/commands.h"
+#include "tools/common/format_util.h"
 
 namespace {
 
@@ -49,8 +49,8 @@ std::string ellipsize(const std::string& s) { return cutrace::tools::ellipsize(s
 std::string rank_label(int64_t rank) { return rank < 0 ? "-" : std::to_string(rank); }
 
 std::string device_line(const cutrace::DeviceInfo& d) {
-  return fmt::format("{}: {} (sm_{}{}, {} SMs, {})", d.device, printable(d.name), d.cc_major, d.cc_minor,
-                     d.sm_count, human_bytes(d.total_mem));
+  return fmt::format("{}: {} (sm_{}{}, {} SMs, {})", d.device, printable(d.name), d.cc_major, d.cc_minor, d.sm_count,
+                     human_bytes(d.total_mem));
 }
 
 std::string status_line(const FileSummary& f) {
@@ -74,9 +74,10 @@ void print_files(const SummaryModel& m) {
     if (f.world_size > 0) rank += fmt::format(" of {}", f.world_size);
     if (f.local_rank >= 0) rank += fmt::format(" (local {})", f.local_rank);
     std::printf("  host %s   rank %s   pid %lld   format %s   gpu timing %s\n",
-                f.host.empty() ? "-" : printable(f.host).c_str(), rank.c_str(),
-                static_cast<long long>(f.pid), f.version.c_str(), f.gpu_timing.empty() ? "-" : printable(f.gpu_timing).c_str());
-    std::printf("  cmdline  %s\n", f.cmdline.empty() ? "-" : printable(cutrace::tools::ellipsize(f.cmdline, 200)).c_str());
+                f.host.empty() ? "-" : printable(f.host).c_str(), rank.c_str(), static_cast<long long>(f.pid),
+                f.version.c_str(), f.gpu_timing.empty() ? "-" : printable(f.gpu_timing).c_str());
+    std::printf("  cmdline  %s\n",
+                f.cmdline.empty() ? "-" : printable(cutrace::tools::ellipsize(f.cmdline, 200)).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
   }
@@ -84,10 +85,13 @@ void print_files(const SummaryModel& m) {
   std::string filters;
   if (o.rank) filters += fmt::format(" rank {}", *o.rank);
   if (o.window) filters += fmt::format(" window {}", *o.window);
-  if (o.from_ns != std::numeric_limits<int64_t>::min()) filters += fmt::format(" from {}", human_or_ns(o.from_ns, o.relative));
-  if (o.to_ns != std::numeric_limits<int64_t>::max()) filters += fmt::format(" to {}", human_or_ns(o.to_ns, o.relative));
+  if (o.from_ns != std::numeric_limits<int64_t>::min())
+    filters += fmt::format(" from {}", human_or_ns(o.from_ns, o.relative));
+  if (o.to_ns != std::numeric_limits<int64_t>::max())
+    filters += fmt::format(" to {}", human_or_ns(o.to_ns, o.relative));
   if (!filters.empty())
-    std::printf("Filters:%s (%s)\n", filters.c_str(), o.relative ? "from each file's capture start" : "ns on each file's clock");
+    std::printf("Filters:%s (%s)\n", filters.c_str(),
+                o.relative ? "from each file's capture start" : "ns on each file's clock");
   if (m.skipped_files()) std::printf("Files skipped by the filters: %s\n", human_count(m.skipped_files()).c_str());
   for (const std::string& n : m.notes()) std::printf("Note: %s\n", printable(n).c_str());
 }
@@ -120,21 +124,21 @@ void print_kernels(const SummaryModel& m, size_t top) {
   const bool sampled = m.sampled();
   // Kernels of graph replays have no launch call of their own: "N kernels (K of them in R replays)".
   const std::string lower = m.losses().by_kind[cutrace::trace::kLossKernel] ? ">=" : "";
-  const std::string count = m.graph_kernels() == 0
-                                ? lower + human_count(all.count) + " launches"
-                                : fmt::format("{} kernels ({} of them in {} CUDA graph replays)", human_count(all.count),
-                                              human_count(m.graph_kernels()), human_count(m.graph_replays()));
+  const std::string count =
+      m.graph_kernels() == 0 ? lower + human_count(all.count) + " launches"
+                             : fmt::format("{} kernels ({} of them in {} CUDA graph replays)", human_count(all.count),
+                                           human_count(m.graph_kernels()), human_count(m.graph_replays()));
   if (sampled) {
-    section(fmt::format("Kernels: {}, {} GPU time timed, {} estimated for all, {} names (by estimated GPU time)",
-                        count, human_ns(all.total_ns()), human_ns(all_est), human_count(ks.size())));
+    section(fmt::format("Kernels: {}, {} GPU time timed, {} estimated for all, {} names (by estimated GPU time)", count,
+                        human_ns(all.total_ns()), human_ns(all_est), human_count(ks.size())));
   } else {
     section(fmt::format("Kernels: {}, {} GPU time, {} names (by GPU time)", count, human_ns(all.total_ns()),
                         human_count(ks.size())));
   }
   if (ks.empty()) return;
-  std::vector<Table::Column> cols = {{"Name", Align::Left},   {"Count", Align::Right},  {"Total", Align::Right},
-                                     {"Time%", Align::Right}, {"Mean", Align::Right},   {"Median", Align::Right},
-                                     {"Min", Align::Right},   {"Max", Align::Right},    {"StdDev", Align::Right},
+  std::vector<Table::Column> cols = {{"Name", Align::Left},    {"Count", Align::Right}, {"Total", Align::Right},
+                                     {"Time%", Align::Right},  {"Mean", Align::Right},  {"Median", Align::Right},
+                                     {"Min", Align::Right},    {"Max", Align::Right},   {"StdDev", Align::Right},
                                      {"Untimed", Align::Right}};
   if (sampled) cols.insert(cols.begin() + 3, {"Est. total", Align::Right});
   Table t(std::move(cols));
@@ -142,20 +146,21 @@ void print_kernels(const SummaryModel& m, size_t top) {
     if (sampled) cells.insert(cells.begin() + 3, human_ns(est));
     t.row(std::move(cells));
   };
-  for (size_t i = 0; i < ks.size() && i < top; ++i) row(kernel_row(ks[i].name, ks[i].time, all.total_ns(), true), ks[i].est_ns);
+  for (size_t i = 0; i < ks.size() && i < top; ++i)
+    row(kernel_row(ks[i].name, ks[i].time, all.total_ns(), true), ks[i].est_ns);
   if (ks.size() > top) {
     cutrace::TimeStat rest;
     int64_t rest_est = 0;
-    for (size_t i = top; i < ks.size(); ++i) rest.merge(ks[i].time), rest_est = cutrace::sat_add(rest_est, ks[i].est_ns);
+    for (size_t i = top; i < ks.size(); ++i)
+      rest.merge(ks[i].time), rest_est = cutrace::sat_add(rest_est, ks[i].est_ns);
     row(kernel_row(fmt::format("(other {} names)", ks.size() - top), rest, all.total_ns(), false), rest_est);
   }
   t.print(stdout);
 
   std::vector<const cutrace::KernelStat*> by_count;
   for (const auto& k : ks) by_count.push_back(&k);
-  std::stable_sort(by_count.begin(), by_count.end(), [](const auto* a, const auto* b) {
-    return a->time.count > b->time.count;
-  });
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto* a, const auto* b) { return a->time.count > b->time.count; });
   section("Kernels by launch count");
   Table c({{"Name", Align::Left},
            {"Count", Align::Right},
@@ -226,13 +231,15 @@ void print_launches(const SummaryModel& m) {
   const Dist& l = m.launch_latency();
   section("Launch latency (kernel GPU start - launch call return; measured starts only)");
   if (l.n == 0) {
-    std::printf("  none: no kernel has a measured start (default timing mode infers starts;\n"
-                "  record with --gpu-timing cupti, exact or events)\n");
+    std::printf(
+        "  none: no kernel has a measured start (default timing mode infers starts;\n"
+        "  record with --gpu-timing cupti, exact or events)\n");
     return;
   }
   std::printf("  all launches          %s\n", dist_line(l).c_str());
-  if (l.neg.count()) std::printf("                        %s started before the launch call returned\n",
-                                 human_count(l.neg.count()).c_str());
+  if (l.neg.count())
+    std::printf("                        %s started before the launch call returned\n",
+                human_count(l.neg.count()).c_str());
   std::printf("  stream idle at launch %s\n", dist_line(m.launch_latency_idle()).c_str());
   if (m.worst_launches().empty()) return;
   std::printf("  Worst launches on an idle stream:\n");
@@ -275,9 +282,8 @@ void print_copies(const SummaryModel& m) {
     if (c.time.count) rows.emplace_back("memcpy " + std::string(cutrace::copy_kind_name(uint8_t(k))), &c);
   }
   if (m.memsets().time.count) rows.emplace_back("memset", &m.memsets());
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.second->time.total_ns() > b.second->time.total_ns();
-  });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second->time.total_ns() > b.second->time.total_ns(); });
   for (const auto& [kind, c] : rows) t.row(copy_row(kind, *c, mem_ns));
   section("Memory copies and sets (GPU time; Share: of all memory-operation time)");
   if (t.empty()) std::printf("  none\n");
@@ -350,7 +356,9 @@ void print_activity(const SummaryModel& m) {
   if (rows > 1) row("all", "", m.total_breakdown());
   b.print(stdout);
 
-  Table c({{"Rank", Align::Right}, {"Samples", Align::Right}, {"Host CPU", Align::Right},
+  Table c({{"Rank", Align::Right},
+           {"Samples", Align::Right},
+           {"Host CPU", Align::Right},
            {"Process CPU (of one core)", Align::Right}});
   for (const FileSummary& f : m.files()) {
     if (!f.cpu_samples) continue;
@@ -405,9 +413,8 @@ void print_syncs(const SummaryModel& m) {
   for (size_t k = 0; k < SummaryModel::kSyncKinds; ++k) {
     if (m.sync_kind(k).count) kinds.push_back(k);
   }
-  std::stable_sort(kinds.begin(), kinds.end(), [&](size_t a, size_t b) {
-    return m.sync_kind(a).total_ns > m.sync_kind(b).total_ns;
-  });
+  std::stable_sort(kinds.begin(), kinds.end(),
+                   [&](size_t a, size_t b) { return m.sync_kind(a).total_ns > m.sync_kind(b).total_ns; });
   for (size_t k : kinds) {
     const cutrace::SyncStat& s = m.sync_kind(k);
     t.row({cutrace::sync_kind_name(uint8_t(k)), human_count(s.count), human_ns(s.total_ns), human_ns(s.mean_ns()),
@@ -430,9 +437,10 @@ void print_sync_sites(const SummaryModel& m) {
     const cutrace::SyncSite& s = sites[i];
     std::string apis;
     for (const auto& [name, n] : s.apis) apis += fmt::format("{}{} x{}", apis.empty() ? "" : ", ", name, n);
-    std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1, printable(cutrace::sync_site_label(s)).c_str(),
-                human_count(s.time.count).c_str(), human_ns(s.time.total_ns).c_str(),
-                human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(), printable(apis).c_str());
+    std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1,
+                printable(cutrace::sync_site_label(s)).c_str(), human_count(s.time.count).c_str(),
+                human_ns(s.time.total_ns).c_str(), human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(),
+                printable(apis).c_str());
     for (size_t k = 0; k < s.frames.size() && k < kFrames; ++k)
       std::printf("      %s\n", printable(cutrace::frame_text(s.frames[k])).c_str());
     if (s.frames.size() > kFrames) std::printf("      ... %zu more frames\n", s.frames.size() - kFrames);
@@ -477,7 +485,8 @@ void print_ranges(const SummaryModel& m, size_t top) {
   std::vector<cutrace::RangeGroup> rs = cutrace::group_ranges(names);
   if (!rs.empty()) {
     std::printf("  (CPU: range open to close; GPU: first start to last end of the GPU work launched inside)\n");
-    if (rs.size() < names.size()) std::printf("  (names that differ only in their numbers share a row: pattern (names))\n");
+    if (rs.size() < names.size())
+      std::printf("  (names that differ only in their numbers share a row: pattern (names))\n");
     Table t({{"Name", Align::Left},
              {"Count", Align::Right},
              {"CPU total", Align::Right},
@@ -490,7 +499,8 @@ void print_ranges(const SummaryModel& m, size_t top) {
              {"GPU mean", Align::Right},
              {"GPU median", Align::Right},
              {"GPU ops", Align::Right}});
-    for (size_t i = 0; i < rs.size() && i < top; ++i) t.row(range_row(range_label(rs[i].range), rs[i].range.stat, true));
+    for (size_t i = 0; i < rs.size() && i < top; ++i)
+      t.row(range_row(range_label(rs[i].range), rs[i].range.stat, true));
     if (rs.size() > top) {
       cutrace::RangeStat rest;
       size_t rest_names = 0;
@@ -521,8 +531,9 @@ void print_steps(const SummaryModel& m) {
   const cutrace::StepStats& s = m.steps();
   section(fmt::format("Steps ({}): {}", m.step_source(), human_count(s.cpu.n)));
   if (s.cpu.n == 0) {
-    std::printf("  none: no range matches the step pattern (--step-pattern GLOB), or steps are\n"
-                "  delimited by synchronisations (--step-sync context|stream|event)\n");
+    std::printf(
+        "  none: no range matches the step pattern (--step-pattern GLOB), or steps are\n"
+        "  delimited by synchronisations (--step-sync context|stream|event)\n");
     return;
   }
   Table t({{"", Align::Left},
@@ -576,9 +587,9 @@ void print_windows(const SummaryModel& m, size_t top) {
       if (ranks) row.push_back(rank_label(f.rank));
       bool steps = w.steps.n != 0;
       row.insert(row.end(), {std::to_string(w.index), human_ns(cutrace::sat_sub(w.begin_ns, t0)),
-                             w.end_ns >= 0 ? human_ns(cutrace::sat_sub(w.end_ns, w.begin_ns)) : "(open)", human_count(w.steps.n),
-                             steps ? human_ns(w.steps.median()) : "-", steps ? human_ns(w.steps.mean()) : "-",
-                             human_count(w.kernels), human_ns(w.kernel_ns)});
+                             w.end_ns >= 0 ? human_ns(cutrace::sat_sub(w.end_ns, w.begin_ns)) : "(open)",
+                             human_count(w.steps.n), steps ? human_ns(w.steps.median()) : "-",
+                             steps ? human_ns(w.steps.mean()) : "-", human_count(w.kernels), human_ns(w.kernel_ns)});
       t.row(row);
     }
     if (shown < n)
@@ -638,8 +649,7 @@ void print_losses(const SummaryModel& m) {
   std::printf("WARNING: incomplete capture: %s\n", cutrace::tools::loss_sentence(all).c_str());
   if (std::string kinds = cutrace::tools::loss_kinds_text(all); !kinds.empty())
     std::printf("  missing: %s; counts and totals marked '>=' below are lower bounds\n", kinds.c_str());
-  else
-    std::printf("  counts and totals below are lower bounds\n");
+  else std::printf("  counts and totals below are lower bounds\n");
   for (const FileSummary& f : m.files())
     if (f.losses.dropped && m.files().size() > 1)
       std::printf("  rank %s: %s\n", rank_label(f.rank).c_str(), cutrace::tools::loss_sentence(f.losses).c_str());
@@ -662,7 +672,8 @@ void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerRepor
   print_windows(m, top);
   print_ranks(m, strag);
   if (m.files().size() > 1) {
-    section("Stragglers (the last rank to arrive at a collective makes the others wait; its NCCL kernel is the shortest)");
+    section(
+        "Stragglers (the last rank to arrive at a collective makes the others wait; its NCCL kernel is the shortest)");
     cutrace::print_stragglers(strag, stdout);
   }
   std::printf("\nRecords %s   API errors %s   dropped records %s", human_count(m.records()).c_str(),
@@ -671,9 +682,10 @@ void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerRepor
     std::printf("   ops captured into graphs %s", human_count(m.captured_ops()).c_str());
   }
   if (m.pending_ops() || m.open_syncs()) {
-    std::printf("\nPending at exit: %s GPU operations launched and not complete, %s synchronisations blocked "
-                "(in no time statistic; `cutrace dump` lists them)",
-                human_count(m.pending_ops()).c_str(), human_count(m.open_syncs()).c_str());
+    std::printf(
+        "\nPending at exit: %s GPU operations launched and not complete, %s synchronisations blocked "
+        "(in no time statistic; `cutrace dump` lists them)",
+        human_count(m.pending_ops()).c_str(), human_count(m.open_syncs()).c_str());
   }
   if (m.graph_replays()) {
     std::printf("\nCUDA graph replays %s, shown as their %s kernels", human_count(m.graph_replays()).c_str(),
@@ -688,11 +700,15 @@ int run(const Options& o) {
   if (o.window >= 0) so.window = uint32_t(o.window);
   // A plain number is ns on each file's clock; with a unit (5s, 120ms) it counts from the
   // file's capture start. One of each kind cannot be mixed.
-  auto with_unit = [](const std::string& t) { return !t.empty() && !std::isdigit(static_cast<unsigned char>(t.back())); };
-  for (const auto& [text, ns, name] : {std::tuple{&o.from, &so.from_ns, "--from"}, std::tuple{&o.to, &so.to_ns, "--to"}}) {
+  auto with_unit = [](const std::string& t) {
+    return !t.empty() && !std::isdigit(static_cast<unsigned char>(t.back()));
+  };
+  for (const auto& [text, ns, name] :
+       {std::tuple{&o.from, &so.from_ns, "--from"}, std::tuple{&o.to, &so.to_ns, "--to"}}) {
     if (text->empty()) continue;
     if (!cutrace::tools::parse_duration(*text, ns)) {
-      std::fprintf(stderr, "cutrace summary: %s %s: expected ns of the trace's clock or a time from its start (5s, 120ms)\n",
+      std::fprintf(stderr,
+                   "cutrace summary: %s %s: expected ns of the trace's clock or a time from its start (5s, 120ms)\n",
                    name, text->c_str());
       return 2;
     }
@@ -706,7 +722,9 @@ int run(const Options& o) {
   so.step_pattern = o.step_pattern;
   if (!o.step_sync.empty()) {
     static const std::pair<const char*, cutrace::trace::SyncKind> kinds[] = {
-        {"context", cutrace::trace::SyncKind::Context}, {"stream", cutrace::trace::SyncKind::Stream}, {"event", cutrace::trace::SyncKind::Event}};
+        {"context", cutrace::trace::SyncKind::Context},
+        {"stream", cutrace::trace::SyncKind::Stream},
+        {"event", cutrace::trace::SyncKind::Event}};
     for (const auto& [name, kind] : kinds) {
       if (o.step_sync == name) so.step_sync = uint8_t(kind);
     }

@@ -33,15 +33,16 @@ std::string human_ns(int64_t ns) {
 }
 
 bool parse_duration(std::string_view text, int64_t* ns) {
-  static const std::pair<const char*, double> units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9},
-                                                         {"m", 60e9}, {"h", 3600e9}};
+  static const std::pair<const char*, double> units[] = {{"ns", 1},  {"us", 1e3}, {"ms", 1e6},
+                                                         {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
   size_t end = 0;
   while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
                                (end == 0 && (text[end] == '-' || text[end] == '+'))))
     ++end;
   std::string number(text.substr(0, end));
   std::string_view unit = text.substr(end);
-  if (number.empty() || number == "-" || number == "+" || std::count(number.begin(), number.end(), '.') > 1) return false;
+  if (number.empty() || number == "-" || number == "+" || std::count(number.begin(), number.end(), '.') > 1)
+    return false;
   double scale = 0;
   if (unit.empty()) {
     if (number.find('.') != std::string::npos) return false;  // ns are whole

@@ -28,9 +28,9 @@
 // (no document is built in memory). GPU samples and GPU annotations are held until the end of
 // a file. Strings are escaped once per string id and cached.
 #include <algorithm>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -40,13 +40,13 @@
 #include <vector>
 
 #include "collector/nvtx_meta.h"
-#include "trace/reader.h"
-#include "tools/export/common.h"
 #include "tools/analysis/losses.h"
+#include "tools/analysis/stacks.h"
+#include "tools/export/common.h"
+#include "tools/export/exports.h"
 #include "tools/export/kineto.h"
 #include "tools/export/plan.h"
-#include "tools/export/exports.h"
-#include "tools/analysis/stacks.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 
@@ -174,8 +174,8 @@ class ChromeFile {
 
   // The host event of a traced call, on the caller's thread, at the times the plan gives it
   // (nested with its neighbours). Opens the args object: {"cbid":..,"correlation":..
-  void host_call(uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr, int32_t result,
-                 bool has_corr, const Range* in) {
+  void host_call(uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr, int32_t result, bool has_corr,
+                 const Range* in) {
     host_tids_.insert(tid);
     plan_.host_times(ord_, &t0, &t1);
     call_b_ = t0, call_e_ = t1;
@@ -414,7 +414,7 @@ class ChromeFile {
     const char* what = kind == trace::SyncKind::Context  ? "Context Sync"
                        : kind == trace::SyncKind::Stream ? "Stream Sync"
                        : kind == trace::SyncKind::Event  ? "Event Sync"
-                                                       : "Stream Wait Event";
+                                                         : "Stream Wait Event";
     int64_t t = call_e_;
     if (plan_.gpu_last()) t = std::max(plan_.gpu_first(), std::min(t, plan_.gpu_last()));
     int64_t row = exporter::sync_row(s);
@@ -582,14 +582,9 @@ class ChromeFile {
   void record(const Record& rec) {
     switch (rec.type()) {
       case trace::RecType::Module:
-      case trace::RecType::Stack:
-        stacks_.absorb(rec, r_);
-        break;
-      case trace::RecType::OpStack:
-        op_stacks_.link(rec.as<trace::OpStackRec>());
-        break;
-      default:
-        exporter::dispatch_record(rec, *this);
+      case trace::RecType::Stack: stacks_.absorb(rec, r_); break;
+      case trace::RecType::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
+      default: exporter::dispatch_record(rec, *this);
     }
   }
 
@@ -612,9 +607,7 @@ class ChromeFile {
     o_ += json;
   }
 
-  void gpu_sample(const trace::GpuSampleRec& g) {
-    gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
-  }
+  void gpu_sample(const trace::GpuSampleRec& g) { gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used}); }
 
   void window(const trace::WindowRec& w) {
     std::string n = exporter::window_label(r_, w);
@@ -793,8 +786,8 @@ class ChromeFile {
       meta_event("thread_sort_index", dev, stream, "sort_index", std::to_string(stream));
     }
     for (const auto& [dev, row] : sync_rows_) {
-      std::string n = row == exporter::kSyncRow ? "device sync"
-                                                : "stream " + std::to_string(row - exporter::kSyncRow) + " (sync)";
+      std::string n =
+          row == exporter::kSyncRow ? "device sync" : "stream " + std::to_string(row - exporter::kSyncRow) + " (sync)";
       meta_event("thread_name", dev, row, "name", quoted(n));
       meta_event("thread_sort_index", dev, row, "sort_index", std::to_string(row));
     }
@@ -809,8 +802,8 @@ class ChromeFile {
   int64_t offset_;
   int64_t base_;
   const ChromePlan& plan_;
-  uint64_t ord_ = 0;                  // ordinal of the record being written (ChromePlan's)
-  int64_t call_b_ = 0, call_e_ = 0;   // times of the last host call written
+  uint64_t ord_ = 0;                 // ordinal of the record being written (ChromePlan's)
+  int64_t call_b_ = 0, call_e_ = 0;  // times of the last host call written
   exporter::ProcessInfo info_;
   int64_t pid_ = 0;
   uint64_t events_ = 0;

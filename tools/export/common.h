@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "tools/analysis/align.h"
 #include "trace/format.h"
 #include "trace/reader.h"
-#include "tools/analysis/align.h"
 
 namespace cutrace::exporter {
 
@@ -99,8 +99,8 @@ inline const char* kineto_mem_kind(uint8_t k) {
   return k < 6 ? names[k] : "Unknown";
 }
 inline std::string memcpy_name(const trace::MemcpyRec& m) {
-  return std::string("Memcpy ") + kineto_copy_kind(m.copy_kind) + " (" + kineto_mem_kind(m.src_kind) +
-         " -> " + kineto_mem_kind(m.dst_kind) + ")";
+  return std::string("Memcpy ") + kineto_copy_kind(m.copy_kind) + " (" + kineto_mem_kind(m.src_kind) + " -> " +
+         kineto_mem_kind(m.dst_kind) + ")";
 }
 inline const char* memset_name() { return "Memset (Device)"; }
 
@@ -115,8 +115,8 @@ inline void damage_warnings(const std::string& file, const ReadStatus& rs, std::
                    " missing blocks skipped");
   if (rs.unresolved_configs)
     out->push_back(file + ": " + std::to_string(rs.unresolved_configs) +
-                   " kernels whose name and launch configuration were in a lost block: written as \"" +
-                   kUnknownKernel + "\"");
+                   " kernels whose name and launch configuration were in a lost block: written as \"" + kUnknownKernel +
+                   "\"");
 }
 
 // GPU time of an operation, when it has one worth drawing.

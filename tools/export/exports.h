@@ -11,14 +11,12 @@ namespace cutrace {
 
 // Chrome trace JSON in the schema PyTorch's profiler (Kineto) writes: one file per rank, named
 // <out_dir>/<trace file name>.json (or exactly `out` when there is one input and out ends in .json).
-bool export_chrome(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
-                   std::string* err);
+bool export_chrome(const std::vector<std::string>& files, const Alignment& a, const std::string& out, std::string* err);
 // Perfetto's native protobuf trace (TracePacket stream), all ranks in one file.
 bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
                      std::string* err);
 // SQLite database with Nsight Systems' export tables, all ranks in one file.
-bool export_sqlite(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
-                   std::string* err);
+bool export_sqlite(const std::vector<std::string>& files, const Alignment& a, const std::string& out, std::string* err);
 
 // The chrome export's JSON text pieces (tools/export/text.cpp), tested directly.
 namespace chrome_text {

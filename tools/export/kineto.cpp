@@ -13,8 +13,10 @@ namespace {
 
 // Every driver function the shim records (shim/wrap_*.cpp), with the CUPTI driver cbid of the
 // version cuda.h maps its name to, and its runtime counterpart where cudart has one.
-#define DRV(name, ver) {#name, CUPTI_DRIVER_TRACE_CBID_##ver, nullptr, -1}
-#define RT(name, ver, rt, rtver) {#name, CUPTI_DRIVER_TRACE_CBID_##ver, #rt, CUPTI_RUNTIME_TRACE_CBID_##rtver}
+#define DRV(name, ver) \
+  { #name, CUPTI_DRIVER_TRACE_CBID_##ver, nullptr, -1 }
+#define RT(name, ver, rt, rtver) \
+  { #name, CUPTI_DRIVER_TRACE_CBID_##ver, #rt, CUPTI_RUNTIME_TRACE_CBID_##rtver }
 struct Entry {
   const char* driver;
   int driver_cbid;
@@ -93,15 +95,15 @@ const Entry kCalls[] = {
 // Per compute capability: what CUDA's occupancy calculator limits a block by.
 struct SmLimits {
   int major, minor;
-  int max_threads;       // resident threads per SM
-  int max_blocks;        // resident blocks per SM
-  int shared_bytes;      // shared memory per SM usable by blocks
-  int reserved_shared;   // shared memory the system reserves per block
+  int max_threads;      // resident threads per SM
+  int max_blocks;       // resident blocks per SM
+  int shared_bytes;     // shared memory per SM usable by blocks
+  int reserved_shared;  // shared memory the system reserves per block
 };
 const SmLimits kSm[] = {
-    {6, 0, 2048, 32, 65536, 0},    {6, 1, 2048, 32, 98304, 0},     {7, 0, 2048, 32, 98304, 0},
-    {7, 5, 1024, 16, 65536, 0},    {8, 0, 2048, 32, 167936, 1024}, {8, 6, 1536, 16, 102400, 1024},
-    {8, 7, 1536, 16, 167936, 1024}, {8, 9, 1536, 24, 102400, 1024}, {9, 0, 2048, 32, 233472, 1024},
+    {6, 0, 2048, 32, 65536, 0},      {6, 1, 2048, 32, 98304, 0},      {7, 0, 2048, 32, 98304, 0},
+    {7, 5, 1024, 16, 65536, 0},      {8, 0, 2048, 32, 167936, 1024},  {8, 6, 1536, 16, 102400, 1024},
+    {8, 7, 1536, 16, 167936, 1024},  {8, 9, 1536, 24, 102400, 1024},  {9, 0, 2048, 32, 233472, 1024},
     {10, 0, 2048, 32, 233472, 1024}, {12, 0, 1536, 32, 102400, 1024},
 };
 constexpr int kRegsPerSm = 65536;
@@ -151,7 +153,9 @@ Occupancy occupancy(const trace::KernelRec& k, const trace::DeviceRec* dev) {
   }
   uint64_t smem = uint64_t(k.static_smem) + k.dyn_smem + uint64_t(lim->reserved_shared);
   int by_smem = lim->max_blocks;
-  if (smem > 0) by_smem = int(std::min<uint64_t>(uint64_t(lim->shared_bytes) / round_up(int(std::min<uint64_t>(smem, 1u << 30)), 128), 1u << 20));
+  if (smem > 0)
+    by_smem = int(std::min<uint64_t>(
+        uint64_t(lim->shared_bytes) / round_up(int(std::min<uint64_t>(smem, 1u << 30)), 128), 1u << 20));
   int active = std::min({lim->max_blocks, by_warps, by_regs, by_smem});
   double effective = std::min(double(active), o.blocks_per_sm);
   o.est_occupancy_pct = int(std::lround(effective * double(threads) / lim->max_threads * 100.0));
@@ -178,12 +182,28 @@ bool nccl_collective(std::string_view name, Collective* out) {
   // NCCL's data type tokens (newer names first, then the C type names of older NCCL versions),
   // in PyTorch's ScalarType spelling as Kineto writes "dtype".
   static const std::pair<std::string_view, const char*> kTypes[] = {
-      {"i8", "Char"},       {"u8", "Byte"},         {"i32", "Int"},          {"u32", "UInt32"},
-      {"i64", "Long"},      {"u64", "UInt64"},      {"f16", "Half"},         {"f32", "Float"},
-      {"f64", "Double"},    {"bf16", "BFloat16"},   {"f8e4m3", "Float8_e4m3fn"}, {"f8e5m2", "Float8_e5m2"},
-      {"int8", "Char"},     {"uint8", "Byte"},      {"int32", "Int"},        {"uint32", "UInt32"},
-      {"int64", "Long"},    {"uint64", "UInt64"},   {"half", "Half"},        {"float", "Float"},
-      {"double", "Double"}, {"bfloat16", "BFloat16"},
+      {"i8", "Char"},
+      {"u8", "Byte"},
+      {"i32", "Int"},
+      {"u32", "UInt32"},
+      {"i64", "Long"},
+      {"u64", "UInt64"},
+      {"f16", "Half"},
+      {"f32", "Float"},
+      {"f64", "Double"},
+      {"bf16", "BFloat16"},
+      {"f8e4m3", "Float8_e4m3fn"},
+      {"f8e5m2", "Float8_e5m2"},
+      {"int8", "Char"},
+      {"uint8", "Byte"},
+      {"int32", "Int"},
+      {"uint32", "UInt32"},
+      {"int64", "Long"},
+      {"uint64", "UInt64"},
+      {"half", "Half"},
+      {"float", "Float"},
+      {"double", "Double"},
+      {"bfloat16", "BFloat16"},
   };
   out->dtype.clear();
   for (size_t i = 1; i < tokens.size() && out->dtype.empty(); ++i) {

@@ -53,28 +53,26 @@
 #include <vector>
 
 #include "collector/nvtx_meta.h"
-#include "trace/reader.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
 #include "tools/export/protobuf_writer.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 namespace {
 
 using exporter::OutFile;
 
-
 // Field numbers (see the header comment).
 namespace f {
 constexpr uint32_t kTracePacket = 1;
-constexpr uint32_t kTimestamp = 8, kSeqId = 10, kTrackEvent = 11, kInterned = 12, kSeqFlags = 13,
-                   kTrackDescriptor = 60;
+constexpr uint32_t kTimestamp = 8, kSeqId = 10, kTrackEvent = 11, kInterned = 12, kSeqFlags = 13, kTrackDescriptor = 60;
 constexpr uint32_t kTdUuid = 1, kTdName = 2, kTdProcess = 3, kTdThread = 4, kTdParent = 5, kTdCounter = 8;
 constexpr uint32_t kPdPid = 1, kPdName = 6;
 constexpr uint32_t kThPid = 1, kThTid = 2, kThName = 5;
 constexpr uint32_t kCdUnit = 3, kCdUnitName = 6;
-constexpr uint32_t kTeCategoryIids = 3, kTeDebug = 4, kTeType = 9, kTeNameIid = 10, kTeTrack = 11,
-                   kTeCounter = 30, kTeDoubleCounter = 44, kTeFlow = 47, kTeTerminatingFlow = 48;
+constexpr uint32_t kTeCategoryIids = 3, kTeDebug = 4, kTeType = 9, kTeNameIid = 10, kTeTrack = 11, kTeCounter = 30,
+                   kTeDoubleCounter = 44, kTeFlow = 47, kTeTerminatingFlow = 48;
 constexpr uint32_t kDaNameIid = 1, kDaInt = 4, kDaDouble = 5, kDaString = 6;
 constexpr uint32_t kIdCategories = 1, kIdNames = 2, kIdAnnotationNames = 3;
 constexpr uint32_t kInternIid = 1, kInternName = 2;
@@ -84,19 +82,53 @@ enum EventType : uint8_t { kBegin = 1, kEnd = 2, kInstant = 3, kCounter = 4 };
 enum SeqFlags : uint32_t { kCleared = 1, kNeeds = 2 };
 
 // Interned categories and debug-annotation names: fixed tables, iid = index + 1.
-enum Cat : uint8_t { kCatDriver = 1, kCatKernel, kCatMemcpy, kCatMemset, kCatSync, kCatAnnotation, kCatGpuAnnotation, kCatCutrace };
-const char* const kCategories[] = {"cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "cuda_sync",
-                                   "user_annotation", "gpu_user_annotation", "cutrace"};
-enum Ann : uint8_t {
-  kAnnDevice = 1, kAnnStream, kAnnCorrelation, kAnnGrid, kAnnBlock, kAnnRegs, kAnnSmem, kAnnCbid,
-  kAnnBytes, kAnnBandwidth, kAnnResult, kAnnDomain, kAnnGpuOps, kAnnAddress, kAnnCount, kAnnKind,
-  kAnnInferred, kAnnRangeId, kAnnOpen, kAnnCategory, kAnnCategoryName, kAnnColor,
+enum Cat : uint8_t {
+  kCatDriver = 1,
+  kCatKernel,
+  kCatMemcpy,
+  kCatMemset,
+  kCatSync,
+  kCatAnnotation,
+  kCatGpuAnnotation,
+  kCatCutrace
 };
-const char* const kAnnotationNames[] = {"device", "stream", "correlation", "grid", "block",
-                                        "registers per thread", "shared memory", "cbid", "bytes",
-                                        "memory bandwidth (GB/s)", "result", "domain", "gpu ops",
-                                        "address", "count", "kind", "inferred start", "range id",
-                                        "open", "category", "category name", "color"};
+const char* const kCategories[] = {"cuda_driver", "kernel",          "gpu_memcpy",          "gpu_memset",
+                                   "cuda_sync",   "user_annotation", "gpu_user_annotation", "cutrace"};
+enum Ann : uint8_t {
+  kAnnDevice = 1,
+  kAnnStream,
+  kAnnCorrelation,
+  kAnnGrid,
+  kAnnBlock,
+  kAnnRegs,
+  kAnnSmem,
+  kAnnCbid,
+  kAnnBytes,
+  kAnnBandwidth,
+  kAnnResult,
+  kAnnDomain,
+  kAnnGpuOps,
+  kAnnAddress,
+  kAnnCount,
+  kAnnKind,
+  kAnnInferred,
+  kAnnRangeId,
+  kAnnOpen,
+  kAnnCategory,
+  kAnnCategoryName,
+  kAnnColor,
+};
+const char* const kAnnotationNames[] = {"device",         "stream",
+                                        "correlation",    "grid",
+                                        "block",          "registers per thread",
+                                        "shared memory",  "cbid",
+                                        "bytes",          "memory bandwidth (GB/s)",
+                                        "result",         "domain",
+                                        "gpu ops",        "address",
+                                        "count",          "kind",
+                                        "inferred start", "range id",
+                                        "open",           "category",
+                                        "category name",  "color"};
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -113,9 +145,9 @@ struct Track {
   std::string name;
   enum Kind { Process, Thread, Plain, Counter } kind = Plain;
   int64_t pid = 0, tid = 0;
-  uint32_t unit = 0;  // counters: CounterDescriptor.Unit
+  uint32_t unit = 0;                // counters: CounterDescriptor.Unit
   const char* unit_name = nullptr;  // counters with a unit the enum lacks ("%")
-  bool used = false;  // has events (descriptors are written only for used tracks and parents)
+  bool used = false;                // has events (descriptors are written only for used tracks and parents)
 };
 
 struct Slice {
@@ -186,7 +218,8 @@ class PerfettoFile {
     Track p;
     p.kind = Track::Process;
     p.pid = pid_;
-    p.name = info_.program + " (rank " + std::to_string(info_.rank) + (remap_tids_ && info_.pid > 0 ? ", pid " + std::to_string(info_.pid) : "") + ")";
+    p.name = info_.program + " (rank " + std::to_string(info_.rank) +
+             (remap_tids_ && info_.pid > 0 ? ", pid " + std::to_string(info_.pid) : "") + ")";
     process_track_ = add_track(std::move(p));
   }
 
@@ -235,8 +268,8 @@ class PerfettoFile {
     if (sh_.nfiles > 1) t.name += " (rank " + std::to_string(info_.rank) + ")";
     return gpus_[device] = add_track(std::move(t));
   }
-  uint32_t child_track(std::map<std::pair<uint32_t, uint32_t>, uint32_t>& cache, uint32_t parent,
-                       uint32_t key, std::string name, Track::Kind kind = Track::Plain, uint32_t unit = 0,
+  uint32_t child_track(std::map<std::pair<uint32_t, uint32_t>, uint32_t>& cache, uint32_t parent, uint32_t key,
+                       std::string name, Track::Kind kind = Track::Plain, uint32_t unit = 0,
                        const char* unit_name = nullptr) {
     auto k = std::make_pair(parent, key);
     auto it = cache.find(k);
@@ -313,7 +346,8 @@ class PerfettoFile {
   }
   void slice(uint32_t track, int64_t b, int64_t e) {
     tracks_[track].used = true;
-    slices_.push_back({exporter::wrap_add(b, offset_), exporter::wrap_add(std::max(b, e), offset_), body_start_, uint32_t(arena_.size() - body_start_), track});
+    slices_.push_back({exporter::wrap_add(b, offset_), exporter::wrap_add(std::max(b, e), offset_), body_start_,
+                       uint32_t(arena_.size() - body_start_), track});
   }
   void instant(uint32_t track, int64_t ts) {
     tracks_[track].used = true;
@@ -480,15 +514,14 @@ class PerfettoFile {
   void cpu_sample(const trace::CpuSampleRec& c) {
     counter_d(child_track(children_, process_track_, kCpuHostKey, "CPU utilization (host, %)", Track::Counter, 0, "%"),
               c.ts, c.total_util / 100.0);
-    counter_d(child_track(children_, process_track_, kCpuProcKey, "CPU utilization (process, %)", Track::Counter, 0, "%"),
-              c.ts, c.process_util / 100.0);
+    counter_d(
+        child_track(children_, process_track_, kCpuProcKey, "CPU utilization (process, %)", Track::Counter, 0, "%"),
+        c.ts, c.process_util / 100.0);
   }
 
   void record(const Record& rec) { exporter::dispatch_record(rec, *this); }
 
-  void gpu_sample(const trace::GpuSampleRec& g) {
-    gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used});
-  }
+  void gpu_sample(const trace::GpuSampleRec& g) { gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used}); }
 
   void window(const trace::WindowRec& w) {
     std::string n = exporter::window_label(r_, w);
@@ -516,13 +549,15 @@ class PerfettoFile {
       uint16_t dev = votes_.device_for(p.tid, r_);
       uint32_t track = child_track(children_, gpu_track(dev), kAnnotationsKey, "NVTX ranges (GPU projection)");
       tracks_[track].used = true;
-      slices_.push_back({exporter::wrap_add(p.start, offset_), exporter::wrap_add(p.end, offset_), p.body_off, p.body_len, track});
+      slices_.push_back(
+          {exporter::wrap_add(p.start, offset_), exporter::wrap_add(p.end, offset_), p.body_off, p.body_len, track});
     }
     for (const GpuSampleLite& g : gpu_samples_) {
       if (votes_.any() && !votes_.used(g.device)) continue;  // NVML samples every GPU of the host
       uint32_t gpu = gpu_track(g.device);
       counter_d(child_track(children_, gpu, kGpuUtilKey, "GPU utilization (%)", Track::Counter, 0, "%"), g.ts, g.util);
-      counter_i(child_track(children_, gpu, kGpuMemKey, "GPU memory used", Track::Counter, 3), g.ts, int64_t(g.mem_used));
+      counter_i(child_track(children_, gpu, kGpuMemKey, "GPU memory used", Track::Counter, 3), g.ts,
+                int64_t(g.mem_used));
     }
     for (auto& [idx, tid] : thread_os_tid_) {
       auto it = r_.threads().find(tid);
@@ -569,7 +604,8 @@ class PerfettoFile {
             } else {
               Track o;
               o.parent = tracks_[t].uuid;
-              o.name = (tracks_[t].name.empty() ? std::string("track") : tracks_[t].name) + " (overlap " + std::to_string(lane) + ")";
+              o.name = (tracks_[t].name.empty() ? std::string("track") : tracks_[t].name) + " (overlap " +
+                       std::to_string(lane) + ")";
               o.used = true;
               lane_track.push_back(add_track(std::move(o)));
             }
@@ -583,9 +619,12 @@ class PerfettoFile {
       }
       for (size_t lane = 0; lane < stacks.size(); ++lane) pop_until(lane, INT64_MAX);
     }
-    for (uint32_t i = 0; i < instants_.size(); ++i) evs_.push_back({instants_[i].ts, ord++, instants_[i].track, i, kInstant});
-    for (uint32_t i = 0; i < counters_.size(); ++i) evs_.push_back({counters_[i].ts, ord++, counters_[i].track, i, kCounter});
-    std::sort(evs_.begin(), evs_.end(), [](const Ev& a, const Ev& b) { return a.ts != b.ts ? a.ts < b.ts : a.ord < b.ord; });
+    for (uint32_t i = 0; i < instants_.size(); ++i)
+      evs_.push_back({instants_[i].ts, ord++, instants_[i].track, i, kInstant});
+    for (uint32_t i = 0; i < counters_.size(); ++i)
+      evs_.push_back({counters_[i].ts, ord++, counters_[i].track, i, kCounter});
+    std::sort(evs_.begin(), evs_.end(),
+              [](const Ev& a, const Ev& b) { return a.ts != b.ts ? a.ts < b.ts : a.ord < b.ord; });
   }
 
   void emit_packet(const std::string& body) {
@@ -630,9 +669,7 @@ class PerfettoFile {
           if (t.unit_name) pb::bytes(sub, f::kCdUnitName, t.unit_name);
           pb::bytes(td, f::kTdCounter, sub);
           break;
-        case Track::Plain:
-          pb::bytes(td, f::kTdName, t.name);
-          break;
+        case Track::Plain: pb::bytes(td, f::kTdName, t.name); break;
       }
       pkt.clear();
       // At the sequence's first event: trace_processor orders descriptor packets with the rest.
@@ -690,13 +727,13 @@ class PerfettoFile {
           const CounterValue& c = counters_[ev.ref];
           uint64_t bits;
           std::memcpy(&bits, &c.d, 8);
-          char* p = c.is_double ? pb::put_fixed64(value, f::kTeDoubleCounter, bits) : pb::put_u64(value, f::kTeCounter, uint64_t(c.i));
+          char* p = c.is_double ? pb::put_fixed64(value, f::kTeDoubleCounter, bits)
+                                : pb::put_u64(value, f::kTeCounter, uint64_t(c.i));
           body = value;
           body_len = size_t(p - value);
           break;
         }
-        default:
-          break;
+        default: break;
       }
       uint32_t flags = first ? kCleared | kNeeds : kNeeds;
       size_t te_len = pb::key_size(f::kTeType) + pb::varint_size(ev.type) + pb::key_size(f::kTeTrack) +

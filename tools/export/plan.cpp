@@ -45,7 +45,7 @@ Slice slice(int64_t b, int64_t e, uint64_t ord) { return {b, e < b ? b : e, ord,
 }  // namespace
 
 void ChromePlan::build(TraceReader& r) {
-  std::unordered_map<uint32_t, std::vector<Slice>> host;            // host thread tracks, by tid
+  std::unordered_map<uint32_t, std::vector<Slice>> host;  // host thread tracks, by tid
   struct PendingRange {
     uint64_t ord, id;
     uint32_t tid, name_id;

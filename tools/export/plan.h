@@ -1,7 +1,8 @@
 // The first of the Chrome export's two passes over a trace (tools/export/chrome.cpp): what an
 // event needs to know of records that come later in the file (records are in the order the
 // collector wrote them, not in time order):
-// - the slices of every host thread track (calls and push/pop ranges), made to nest: a slice that overlaps its neighbour by a little (the tick-to-ns anchor moved
+// - the slices of every host thread track (calls and push/pop ranges), made to nest: a slice that overlaps its
+// neighbour by a little (the tick-to-ns anchor moved
 //   between two calls) is moved by the smaller amount that makes it nest or follow, so viewers
 //   see no overlapping slices on one track;
 // - the push/pop ranges of each thread, to find the innermost one open when a call was made

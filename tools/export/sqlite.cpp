@@ -65,10 +65,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trace/reader.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
 #include "tools/export/sqlite_schema.h"
+#include "trace/reader.h"
 
 namespace cutrace {
 namespace sqlite_export {
@@ -154,9 +154,8 @@ std::string utc_text(int64_t ns) {
   struct tm tm {};
   if (!gmtime_r(&sec, &tm)) return "";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(ns % 1000000000));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ns % 1000000000));
   return buf;
 }
 
@@ -164,8 +163,8 @@ std::string utc_text(int64_t ns) {
 struct Input {
   std::string file;
   exporter::ProcessInfo p;
-  int64_t offset = 0;    // common ns = file ns + offset
-  int64_t start = 0;     // capture start on the common clock
+  int64_t offset = 0;  // common ns = file ns + offset
+  int64_t start = 0;   // capture start on the common clock
   bool has_start = false;
   int64_t global_pid = 0;
   int64_t hw_id = 0;
@@ -205,9 +204,9 @@ class Exporter {
                           "PRAGMA temp_store=MEMORY", "PRAGMA cache_size=-65536"})
       if (!exec(p)) return false;
     if (!exec("BEGIN")) return false;
-    const Table* tables[] = {&kStringIds, &kKernel,  &kGraphTrace,  &kMemcpy,     &kMemset, &kRuntime,
-                             &kSync,      &kMemUsage, &kNvtx,       &kThreadNames, &kProcesses,
-                             &kSessionStart, &kGpu,  &kStream,      &kMetaExport, &kRank, &kDevice};
+    const Table* tables[] = {&kStringIds, &kKernel,   &kGraphTrace, &kMemcpy,      &kMemset,    &kRuntime,
+                             &kSync,      &kMemUsage, &kNvtx,       &kThreadNames, &kProcesses, &kSessionStart,
+                             &kGpu,       &kStream,   &kMetaExport, &kRank,        &kDevice};
     for (const Table* t : tables)
       if (!create(*t)) return false;
     for (size_t i = 0; i < kEnumTableCount; ++i)
@@ -217,9 +216,9 @@ class Exporter {
     return prepare(strings_, kStringIds) && prepare(kernel_, kKernel) && prepare(graph_, kGraphTrace) &&
            prepare(memcpy_, kMemcpy) && prepare(memset_, kMemset) && prepare(runtime_, kRuntime) &&
            prepare(sync_, kSync) && prepare(mem_usage_, kMemUsage) && prepare(nvtx_, kNvtx) &&
-           prepare(threads_, kThreadNames) && prepare(processes_, kProcesses) && prepare(gpu_, kGpu) && prepare(device_, kDevice) &&
-           prepare(stream_, kStream) && prepare(meta_, kMetaExport) && prepare(rank_, kRank) &&
-           enums();
+           prepare(threads_, kThreadNames) && prepare(processes_, kProcesses) && prepare(gpu_, kGpu) &&
+           prepare(device_, kDevice) && prepare(stream_, kStream) && prepare(meta_, kMetaExport) &&
+           prepare(rank_, kRank) && enums();
   }
 
   bool enums() {
@@ -277,8 +276,7 @@ class Exporter {
     }
     int64_t id = ordinal;
     if (gpu_taken_.count(id))
-      for (id = 0; gpu_taken_.count(id); ++id) {
-      }
+      for (id = 0; gpu_taken_.count(id); ++id) {}
     gpu_taken_.insert(id);
     gpu_ids_.emplace(key, id);
     *out = id;
@@ -303,8 +301,8 @@ class Exporter {
   std::string err_;
   std::unordered_map<std::string, int64_t> string_ids_;
   int64_t next_corr_ = 1;
-  Stmt strings_, kernel_, graph_, memcpy_, memset_, runtime_, sync_, mem_usage_, nvtx_, threads_,
-      processes_, gpu_, device_, stream_, meta_, rank_;
+  Stmt strings_, kernel_, graph_, memcpy_, memset_, runtime_, sync_, mem_usage_, nvtx_, threads_, processes_, gpu_,
+      device_, stream_, meta_, rank_;
   std::map<std::string, int64_t> gpu_ids_;  // (host, uuid) or (process, ordinal) -> deviceId
   std::set<int64_t> gpu_taken_;
 };
@@ -313,15 +311,15 @@ struct Exporter::FileState {
   Exporter& x;
   TraceReader& r;
   const Input& in;
-  int64_t base;  // common-clock offset minus the session start
-  std::unordered_map<uint32_t, int64_t> str;    // trace string id -> StringIds id
-  std::unordered_map<uint32_t, int64_t> short_name;  // kernel name string id -> StringIds id
-  std::unordered_map<uint16_t, int64_t> api;    // api id -> StringIds id
-  std::unordered_map<uint32_t, int64_t> domain;  // domain string id -> domainId (0: default)
+  int64_t base;                                        // common-clock offset minus the session start
+  std::unordered_map<uint32_t, int64_t> str;           // trace string id -> StringIds id
+  std::unordered_map<uint32_t, int64_t> short_name;    // kernel name string id -> StringIds id
+  std::unordered_map<uint16_t, int64_t> api;           // api id -> StringIds id
+  std::unordered_map<uint32_t, int64_t> domain;        // domain string id -> domainId (0: default)
   std::unordered_map<uint64_t, uint64_t> alloc_bytes;  // live allocations: address -> bytes
   std::map<uint16_t, int64_t> devices;                 // CUDA ordinal -> deviceId
   std::set<std::pair<uint32_t, uint16_t>> streams;     // (stream, device) used by operations
-  std::pair<uint64_t, int64_t> graph_corr{0, 0};      // the latest graph launch: trace corr -> correlationId
+  std::pair<uint64_t, int64_t> graph_corr{0, 0};       // the latest graph launch: trace corr -> correlationId
   std::set<uint32_t> tids;                             // every thread a row names (ThreadNames)
 
   int64_t t(int64_t ns) const { return exporter::wrap_add(ns, base); }  // damaged times: no overflow UB
@@ -374,7 +372,8 @@ struct Exporter::FileState {
       *out = it->second;
       return true;
     }
-    if (!x.string_id(name_id ? kernel_short_name(r.str(name_id)) : std::string(exporter::kUnknownKernel), out)) return false;
+    if (!x.string_id(name_id ? kernel_short_name(r.str(name_id)) : std::string(exporter::kUnknownKernel), out))
+      return false;
     short_name.emplace(name_id, *out);
     return true;
   }
@@ -384,8 +383,7 @@ struct Exporter::FileState {
     int64_t name;
     if (!api_id(api_idx, &name)) return false;
     *corr = x.next_corr_++;
-    return x.runtime_.run({t(begin), t(end), kEventClassDriver, gtid(tid), *corr, name, result, kNull}) ||
-           x.fail();
+    return x.runtime_.run({t(begin), t(end), kEventClassDriver, gtid(tid), *corr, name, result, kNull}) || x.fail();
   }
 
   // The RUNTIME row of a GPU operation's call and its correlationId. A graph replay's node has no
@@ -414,16 +412,40 @@ struct Exporter::FileState {
     int64_t ctx = int64_t(op.device) + 1, dv;
     if (!dev(op.device, &dv)) return false;
     if (k.kind == uint8_t(trace::KernelKind::Graph))
-      return x.graph_.run({t(op.gpu_start), t(op.gpu_end), dv, ctx, kNull, op.stream, corr,
-                           in.global_pid, kNull, k.graph_id}) ||
+      return x.graph_.run(
+                 {t(op.gpu_start), t(op.gpu_end), dv, ctx, kNull, op.stream, corr, in.global_pid, kNull, k.graph_id}) ||
              x.fail();
     int64_t name, short_name_id;
     if (!sid(k.name_id, &name, exporter::kUnknownKernel) || !short_id(k.name_id, &short_name_id)) return false;
     int launch = k.kind == uint8_t(trace::KernelKind::Cooperative) ? kLaunchCoop : kLaunchRegular;
-    return x.kernel_.run({t(op.gpu_start), t(op.gpu_end), dv, ctx, kNull, op.stream, corr,
-                          in.global_pid, name, short_name_id, kNull, launch, kNull, k.regs, k.grid[0],
-                          k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.static_smem,
-                          k.dyn_smem, kNull, kNull, kNull, kNull, kNull, kNull}) ||
+    return x.kernel_.run({t(op.gpu_start),
+                          t(op.gpu_end),
+                          dv,
+                          ctx,
+                          kNull,
+                          op.stream,
+                          corr,
+                          in.global_pid,
+                          name,
+                          short_name_id,
+                          kNull,
+                          launch,
+                          kNull,
+                          k.regs,
+                          k.grid[0],
+                          k.grid[1],
+                          k.grid[2],
+                          k.block[0],
+                          k.block[1],
+                          k.block[2],
+                          k.static_smem,
+                          k.dyn_smem,
+                          kNull,
+                          kNull,
+                          kNull,
+                          kNull,
+                          kNull,
+                          kNull}) ||
            x.fail();
   }
 
@@ -435,11 +457,26 @@ struct Exporter::FileState {
     bool peer = m.copy_kind == uint8_t(trace::CopyKind::PtoP);
     int64_t dv, src = 0, dst = 0;
     if (!dev(op.device, &dv) || (peer && (!dev(m.src_device, &src) || !dev(m.dst_device, &dst)))) return false;
-    return x.memcpy_.run({t(op.gpu_start), t(op.gpu_end), dv, int64_t(op.device) + 1, kNull, op.stream, corr,
-                          in.global_pid, m.bytes, copy_oper(m.copy_kind), kNull, mem_kind(m.src_kind),
-                          mem_kind(m.dst_kind), peer ? Val(src) : kNull,
-                          peer ? Val(int64_t(m.src_device) + 1) : kNull, peer ? Val(dst) : kNull,
-                          peer ? Val(int64_t(m.dst_device) + 1) : kNull, kNull, kNull, kNull}) ||
+    return x.memcpy_.run({t(op.gpu_start),
+                          t(op.gpu_end),
+                          dv,
+                          int64_t(op.device) + 1,
+                          kNull,
+                          op.stream,
+                          corr,
+                          in.global_pid,
+                          m.bytes,
+                          copy_oper(m.copy_kind),
+                          kNull,
+                          mem_kind(m.src_kind),
+                          mem_kind(m.dst_kind),
+                          peer ? Val(src) : kNull,
+                          peer ? Val(int64_t(m.src_device) + 1) : kNull,
+                          peer ? Val(dst) : kNull,
+                          peer ? Val(int64_t(m.dst_device) + 1) : kNull,
+                          kNull,
+                          kNull,
+                          kNull}) ||
            x.fail();
   }
 
@@ -450,8 +487,8 @@ struct Exporter::FileState {
     int64_t dv;
     if (!gpu_side(op)) return true;
     if (!dev(op.device, &dv)) return false;
-    return x.memset_.run({t(op.gpu_start), t(op.gpu_end), dv, int64_t(op.device) + 1, kNull, op.stream,
-                          corr, in.global_pid, m.value, m.bytes, kNull, kMemKindDevice}) ||
+    return x.memset_.run({t(op.gpu_start), t(op.gpu_end), dv, int64_t(op.device) + 1, kNull, op.stream, corr,
+                          in.global_pid, m.value, m.bytes, kNull, kMemKindDevice}) ||
            x.fail();
   }
 
@@ -464,8 +501,8 @@ struct Exporter::FileState {
     streams.insert({uint32_t(s.stream), uint16_t(s.device)});
     int64_t dv;
     if (!dev(s.device, &dv)) return false;
-    return x.sync_.run({t(s.cpu_begin), t(s.cpu_end), dv, int64_t(s.device) + 1, kNull, s.stream, corr,
-                        in.global_pid, type, has_event ? Val(int64_t(s.event)) : kNull}) ||
+    return x.sync_.run({t(s.cpu_begin), t(s.cpu_end), dv, int64_t(s.device) + 1, kNull, s.stream, corr, in.global_pid,
+                        type, has_event ? Val(int64_t(s.event)) : kNull}) ||
            x.fail();
   }
 
@@ -487,8 +524,7 @@ struct Exporter::FileState {
     int64_t dv;
     if (!dev(m.device, &dv)) return false;
     return x.mem_usage_.run({t(alloc ? m.cpu_end : m.cpu_begin), in.global_pid, dv, int64_t(m.device) + 1,
-                             int64_t(address), 0, bytes, mem_kind(m.mem_kind), alloc ? 0 : 1, kNull, corr,
-                             m.stream}) ||
+                             int64_t(address), 0, bytes, mem_kind(m.mem_kind), alloc ? 0 : 1, kNull, corr, m.stream}) ||
            x.fail();
   }
 
@@ -511,8 +547,13 @@ struct Exporter::FileState {
     }
     *out = int64_t(domain.size()) + 1;
     domain.emplace(name_id, *out);
-    return x.nvtx_.run({t(ts), kNull, kNvtxDomainCreate, kNull, kNull, kNull, r.str(name_id), gtid(tid), kNull,
-                        kNull, *out, kNull, kNull, kNull, kNull, kNull, kNull, kNull, kNull, kNull}) ||
+    return x.nvtx_.run({t(ts),          kNull,     kNvtxDomainCreate,
+                        kNull,          kNull,     kNull,
+                        r.str(name_id), gtid(tid), kNull,
+                        kNull,          *out,      kNull,
+                        kNull,          kNull,     kNull,
+                        kNull,          kNull,     kNull,
+                        kNull,          kNull}) ||
            x.fail();
   }
 
@@ -521,11 +562,26 @@ struct Exporter::FileState {
     if (!domain_id(g.domain_id, g.cpu_begin, g.tid, &dom)) return false;
     bool start_end = trace::range_kind(g) == trace::RangeKind::StartEnd;
     uint32_t color = g.color, category = g.category;
-    return x.nvtx_.run({t(g.cpu_begin), t(trace::range_end(g)), start_end ? kNvtxStartEnd : kNvtxPushPop,
-                        start_end ? Val(int64_t(g.id)) : kNull, category ? Val(category) : kNull,
-                        color ? Val(color) : kNull, r.str(g.name_id), gtid(g.tid),
-                        start_end ? Val(gtid(g.end_tid)) : kNull, kNull, dom, kNull, kNull, kNull, kNull, kNull,
-                        kNull, kNull, kNull, kNull}) ||
+    return x.nvtx_.run({t(g.cpu_begin),
+                        t(trace::range_end(g)),
+                        start_end ? kNvtxStartEnd : kNvtxPushPop,
+                        start_end ? Val(int64_t(g.id)) : kNull,
+                        category ? Val(category) : kNull,
+                        color ? Val(color) : kNull,
+                        r.str(g.name_id),
+                        gtid(g.tid),
+                        start_end ? Val(gtid(g.end_tid)) : kNull,
+                        kNull,
+                        dom,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull}) ||
            x.fail();
   }
 
@@ -533,9 +589,26 @@ struct Exporter::FileState {
     int64_t dom;
     if (!domain_id(m.domain_id, m.ts, m.tid, &dom)) return false;
     uint32_t color = m.color, category = m.category;
-    return x.nvtx_.run({t(m.ts), kNull, kNvtxMark, kNull, category ? Val(category) : kNull,
-                        color ? Val(color) : kNull, r.str(m.name_id), gtid(m.tid), kNull, kNull, dom, kNull,
-                        kNull, kNull, kNull, kNull, kNull, kNull, kNull, kNull}) ||
+    return x.nvtx_.run({t(m.ts),
+                        kNull,
+                        kNvtxMark,
+                        kNull,
+                        category ? Val(category) : kNull,
+                        color ? Val(color) : kNull,
+                        r.str(m.name_id),
+                        gtid(m.tid),
+                        kNull,
+                        kNull,
+                        dom,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull,
+                        kNull}) ||
            x.fail();
   }
 
@@ -562,8 +635,7 @@ struct Exporter::FileState {
       auto it = r.streams().find(id);
       if (id == 0 && it == r.streams().end()) continue;  // 0 without a Stream record: no stream
       bool legacy = it != r.streams().end() && (it->second.flags & trace::kStreamLegacyDefault);
-      if (!(x.stream_.run({id, in.hw_id, 0, in.p.pid, int64_t(dev) + 1, 0, legacy ? kStreamFlagNull : 0}) ||
-            x.fail()))
+      if (!(x.stream_.run({id, in.hw_id, 0, in.p.pid, int64_t(dev) + 1, 0, legacy ? kStreamFlagNull : 0}) || x.fail()))
         return false;
     }
     return (x.processes_.run({in.global_pid, in.p.pid, in.p.program}) &&

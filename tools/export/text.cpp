@@ -140,7 +140,7 @@ std::string kernel_short_name(std::string_view s) {
   };
   std::string_view v = s;
   trim(v);
-  if (strip_group(v, '(', ')')) trim(v);  // parameters
+  if (strip_group(v, '(', ')')) trim(v);     // parameters
   while (strip_group(v, '<', '>')) trim(v);  // template arguments
   // The last component: after the last "::" or space outside brackets.
   int depth = 0;

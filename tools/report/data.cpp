@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/reader.h"
-#include "tools/report/tracks.h"
 #include "tools/analysis/summary_model.h"
+#include "tools/report/tracks.h"
+#include "trace/reader.h"
 
 namespace cutrace::report {
 namespace {
@@ -248,8 +248,7 @@ bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::str
 }
 
 // Both documents from one read of the events (the summary model reads the files once more).
-bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline,
-                      std::string* err) {
+bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline, std::string* err) {
   Timeline tl;
   if (!load_timeline(job_path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &tl, err))
     return false;

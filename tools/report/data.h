@@ -25,8 +25,7 @@ struct TimelineQuery {
   int64_t t1_ns = std::numeric_limits<int64_t>::max();
   int width_px = 0;
 };
-bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::string* out,
-                   std::string* err);
+bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::string* out, std::string* err);
 
 // Added by the report half (compatible extensions):
 

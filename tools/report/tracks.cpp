@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <utility>
 
-#include "trace/reader.h"
 #include "tools/analysis/align.h"
-#include "tools/common/format_util.h"
 #include "tools/analysis/stacks.h"
 #include "tools/analysis/summary_model.h"  // sat_add, sat_sub: damaged times must not overflow
+#include "tools/common/format_util.h"
+#include "trace/reader.h"
 
 namespace cutrace::report {
 
@@ -56,8 +56,8 @@ struct FileEvents {
   std::map<uint16_t, std::string> device_names;
   std::map<uint16_t, std::vector<std::pair<int64_t, int64_t>>> busy;  // GPU intervals per device
   std::vector<MemEvent> mem;
-  std::vector<Sample> cpu;                         // host %, process % (of one core)
-  std::map<uint16_t, std::vector<Sample>> nvml;    // util %, mem_used bytes
+  std::vector<Sample> cpu;                       // host %, process % (of one core)
+  std::map<uint16_t, std::vector<Sample>> nvml;  // util %, mem_used bytes
 };
 
 class Loader {
@@ -108,8 +108,8 @@ class Loader {
     return t->second;
   }
 
-  void cpu_event(uint32_t tid, int64_t b, int64_t e, uint32_t name, EventKind k, uint64_t corr,
-                 uint64_t bytes, uint32_t detail) {
+  void cpu_event(uint32_t tid, int64_t b, int64_t e, uint32_t name, EventKind k, uint64_t corr, uint64_t bytes,
+                 uint32_t detail) {
     extent(b, e);
     uint32_t bt = backtrace_of(corr);
     if (!keep(b, e)) return;
@@ -118,14 +118,12 @@ class Loader {
     c.backtrace.back() = bt;
     ++tl_->events;
   }
-  void gpu_event(const trace::OpCommon& op, uint32_t name, EventKind k, uint64_t bytes,
-                 uint32_t detail) {
+  void gpu_event(const trace::OpCommon& op, uint32_t name, EventKind k, uint64_t bytes, uint32_t detail) {
     if (!has_gpu_time(op)) return;
     int64_t gs = at(op.gpu_start), ge = at(op.gpu_end);
     extent(gs, ge);
     if (!keep(gs, ge)) return;
-    f_->streams[+op.stream].add(gs, sat_sub(ge, gs), name, k, 0, op.corr, bytes,
-                               detail);
+    f_->streams[+op.stream].add(gs, sat_sub(ge, gs), name, k, 0, op.corr, bytes, detail);
     f_->stream_device.emplace(+op.stream, +op.device);
     f_->busy[+op.device].emplace_back(gs, ge);
     ++tl_->events;
@@ -138,8 +136,8 @@ class Loader {
           uint32_t launched) {
     if (op.flags & trace::kOpCaptured) detail = str("captured into a CUDA graph (did not run then)");
     if (trace::is_call(op.flags))
-      cpu_event(op.tid, at(op.cpu_begin), at(op.cpu_end), str(r_->api_name(op.api)), EventKind::Api, op.corr,
-                bytes, launched);
+      cpu_event(op.tid, at(op.cpu_begin), at(op.cpu_end), str(r_->api_name(op.api)), EventKind::Api, op.corr, bytes,
+                launched);
     if (trace::is_gpu_work(op.flags)) gpu_event(op, gpu_name, k, bytes, detail);
   }
 
@@ -149,20 +147,19 @@ class Loader {
     using T = trace::RecType;
     if (stacks_.absorb(rec, *r_)) return;
     switch (rec.type()) {
-      case T::OpStack:
-        op_stacks_.link(rec.as<trace::OpStackRec>());
-        break;
+      case T::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
       case T::Kernel: {
         const auto& k = rec.as<trace::KernelRec>();
         uint32_t name = str(r_->str(k.name_id));
-        std::string geo = ::fmt::format("grid {}x{}x{}  block {}x{}x{}  regs {}  smem {}+{} B",
-                                      +k.grid[0], +k.grid[1], +k.grid[2], +k.block[0], +k.block[1],
-                                      +k.block[2], +k.regs, +k.static_smem, +k.dyn_smem);  // +: copies of packed fields
+        std::string geo = ::fmt::format("grid {}x{}x{}  block {}x{}x{}  regs {}  smem {}+{} B", +k.grid[0], +k.grid[1],
+                                        +k.grid[2], +k.block[0], +k.block[1], +k.block[2], +k.regs, +k.static_smem,
+                                        +k.dyn_smem);  // +: copies of packed fields
         if (k.kind != 0) geo = std::string(kernel_kind_name(k.kind)) + "  " + geo;
         if (!trace::is_call(+k.op.flags)) geo = "in graph #" + std::to_string(+k.graph_id) + "  " + geo;
-        const uint32_t launched = (k.op.flags & trace::kOpPendingExit)
-                                      ? str(std::string(r_->str(k.name_id)) + "  pending at exit: not complete when the process ended")
-                                      : name;
+        const uint32_t launched =
+            (k.op.flags & trace::kOpPendingExit)
+                ? str(std::string(r_->str(k.name_id)) + "  pending at exit: not complete when the process ended")
+                : name;
         op(k.op, name, EventKind::Kernel, 0, str(geo), launched);
         break;
       }
@@ -182,8 +179,7 @@ class Loader {
       }
       case T::Sync: {
         const auto& s = rec.as<trace::SyncRec>();
-        cpu_event(s.tid, at(s.cpu_begin), at(s.cpu_end), str(r_->api_name(s.api)), EventKind::Sync, s.corr,
-                  0,
+        cpu_event(s.tid, at(s.cpu_begin), at(s.cpu_end), str(r_->api_name(s.api)), EventKind::Sync, s.corr, 0,
                   str(std::string("synchronisation: ") + sync_kind_name(s.kind) +
                       (trace::sync_open(s) ? "  pending: still blocked when the process ended" : "")));
         break;
@@ -191,7 +187,7 @@ class Loader {
       case T::Memory: {
         const auto& m = rec.as<trace::MemoryRec>();
         std::string d = ::fmt::format("{} {} at 0x{:x}", m.op == uint8_t(trace::MemOp::Alloc) ? "alloc" : "free",
-                                    mem_kind_name(m.mem_kind), +m.address);
+                                      mem_kind_name(m.mem_kind), +m.address);
         cpu_event(m.tid, at(m.cpu_begin), at(m.cpu_end), str(r_->api_name(m.api)), EventKind::Memory, 0, m.bytes,
                   str(d));
         if (m.result == 0 && m.mem_kind == uint8_t(trace::MemKind::Device))
@@ -214,8 +210,8 @@ class Loader {
           d += ::fmt::format("  GPU projection {}", tools::human_ns(sat_sub(g.gpu_end, g.gpu_start)));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
         if (trace::range_open(g)) d += "  open: not ended when the trace ended";
-        f_->threads[+g.tid].add(gb, sat_sub(gend, gb), str(r_->str(g.name_id)),
-                               EventKind::Range, g.depth, 0, 0, str(d));
+        f_->threads[+g.tid].add(gb, sat_sub(gend, gb), str(r_->str(g.name_id)), EventKind::Range, g.depth, 0, 0,
+                                str(d));
         int& md = f_->max_depth[+g.tid];
         md = std::max(md, int(g.depth) + 1);
         ++tl_->events;
@@ -239,11 +235,12 @@ class Loader {
         if (!keep(b, e)) break;
         tools::LossFacts f;
         for (int k = 0; k < trace::kLossKinds; ++k) f.by_kind[k] = l.count[k], f.dropped += l.count[k];
-        std::string d = tools::loss_kinds_text(f) +
-                        (l.reason == uint8_t(trace::LossReason::Exit) ? ": in progress when the process ended"
-                                                                     : ": buffer budget in use");
-        f_->threads[+l.tid].add(b, sat_sub(e, b), str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
-                               EventKind::Missing, 0, 0, 0, str(d));
+        std::string d = tools::loss_kinds_text(f) + (l.reason == uint8_t(trace::LossReason::Exit)
+                                                         ? ": in progress when the process ended"
+                                                         : ": buffer budget in use");
+        f_->threads[+l.tid].add(b, sat_sub(e, b),
+                                str(::fmt::format("{} records missing", tools::human_count(f.dropped))),
+                                EventKind::Missing, 0, 0, 0, str(d));
         f_->max_depth[+l.tid] = std::max(f_->max_depth[+l.tid], 1);
         ++tl_->events;
         break;
@@ -269,8 +266,8 @@ class Loader {
   FileEvents* f_ = nullptr;
   TraceReader* r_ = nullptr;
   int64_t off_ = 0;
-  StackTable stacks_;                                // this file's Module and Stack records
-  Symbolizer sym_;                                   // ELF symbols, cached per module
+  StackTable stacks_;  // this file's Module and Stack records
+  Symbolizer sym_;     // ELF symbols, cached per module
   OpStacks op_stacks_;
   std::unordered_map<uint32_t, uint32_t> stack_text_;  // stack id -> string id of its frames
 };
@@ -366,8 +363,8 @@ int add_track(Timeline* tl, int parent, std::string kind, std::string name, int 
   return tl->tracks.back().id;
 }
 
-void add_counter(Timeline* tl, int parent, const std::string& name, int file, const char* series,
-                 int device, CounterSeries c) {
+void add_counter(Timeline* tl, int parent, const std::string& name, int file, const char* series, int device,
+                 CounterSeries c) {
   if (c.ts.empty()) return;
   int id = add_track(tl, parent, "counter", name, file);
   Track& t = tl->tracks[size_t(id)];
@@ -392,9 +389,8 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
       // CPU threads: the main thread (tid == pid) first, then by tid.
       std::vector<uint32_t> tids;
       for (const auto& [tid, ev] : f.threads) tids.push_back(tid);
-      std::stable_sort(tids.begin(), tids.end(), [&](uint32_t a, uint32_t b) {
-        return (int64_t(a) == f.info.pid) > (int64_t(b) == f.info.pid);
-      });
+      std::stable_sort(tids.begin(), tids.end(),
+                       [&](uint32_t a, uint32_t b) { return (int64_t(a) == f.info.pid) > (int64_t(b) == f.info.pid); });
       for (uint32_t tid : tids) {
         std::string name = ::fmt::format("thread {}", tid);
         auto tn = f.thread_names.find(tid);
@@ -430,7 +426,8 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
           tl->tracks[size_t(s)].events = std::move(f.streams[sid]);
           sort_events(tl->tracks[size_t(s)].events);
         }
-        add_counter(tl, g, "GPU busy % (from the trace)", int(fi), "gpu_busy", dev, busy_counter(f.busy[dev], tl->t0_ns, tl->t1_ns));
+        add_counter(tl, g, "GPU busy % (from the trace)", int(fi), "gpu_busy", dev,
+                    busy_counter(f.busy[dev], tl->t0_ns, tl->t1_ns));
         CounterSeries util, used;
         util.unit = "%", used.unit = "bytes";
         for (const Sample& s : f.nvml[dev]) {
@@ -459,8 +456,7 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
 
 }  // namespace
 
-bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out,
-                   std::string* err) {
+bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err) {
   *out = Timeline{};
   TraceSet set(job_path);
   // Several files (ranks, possibly on several hosts): one clock for all, as `cutrace export`.

@@ -20,7 +20,14 @@ namespace cutrace::report {
 
 // What an event is; the page colours and describes events by it.
 enum class EventKind : uint8_t {
-  Kernel = 0, Memcpy = 1, Memset = 2, Sync = 3, Api = 4, Range = 5, Memory = 6, Mark = 7,
+  Kernel = 0,
+  Memcpy = 1,
+  Memset = 2,
+  Sync = 3,
+  Api = 4,
+  Range = 5,
+  Memory = 6,
+  Mark = 7,
   Missing = 8,  // an interval of the thread whose records were not captured (LossRec)
 };
 
@@ -49,8 +56,7 @@ struct EventColumns {
   // recorded); the page shows it in the details panel (key "bt").
   std::vector<uint32_t> backtrace;
   size_t size() const { return start.size(); }
-  void add(int64_t s, int64_t d, uint32_t n, EventKind k, uint16_t r, uint64_t c, uint64_t b,
-           uint32_t x) {
+  void add(int64_t s, int64_t d, uint32_t n, EventKind k, uint16_t r, uint64_t c, uint64_t b, uint32_t x) {
     start.push_back(s);
     dur.push_back(d < 0 ? 0 : d);
     name.push_back(n);
@@ -71,12 +77,12 @@ struct CounterSeries {  // a counter track: value at ts (absolute ns), step-wise
 
 struct Track {
   int id = 0;
-  int parent = -1;        // -1: a root (host)
-  std::string kind;       // host, process, thread, gpu, stream, counter
+  int parent = -1;   // -1: a root (host)
+  std::string kind;  // host, process, thread, gpu, stream, counter
   std::string name;
-  int file = -1;          // index into Timeline::files
-  int rows = 1;           // thread tracks: ranges' depth rows + the API row
-  int device = -1;        // gpu, stream and GPU counter tracks
+  int file = -1;    // index into Timeline::files
+  int rows = 1;     // thread tracks: ranges' depth rows + the API row
+  int device = -1;  // gpu, stream and GPU counter tracks
   // Counters: gpu_busy, gpu_util (NVML), gpu_mem_used (NVML), gpu_mem_alloc, cpu_host, cpu_process
   std::string series;
   EventColumns events;
@@ -101,12 +107,11 @@ struct Timeline {
   std::string clock;
   std::vector<std::string> clock_warnings;  // ranks left on their wall clocks (tools/analysis/align.h)
   StragglerReport stragglers;               // of several files (tools/analysis/straggler.h)
-  std::vector<std::string> errors;  // files that could not be opened or read
+  std::vector<std::string> errors;          // files that could not be opened or read
 };
 
 // Reads every file of `job_path`; keeps the events that overlap [t0_ns, t1_ns) (on the clock
 // above; the extent and the tree always cover the whole job). False when no file could be read.
-bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out,
-                   std::string* err);
+bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err);
 
 }  // namespace cutrace::report

@@ -274,8 +274,7 @@ class BoundedServer::Gate {
       if (r <= 0) continue;
       if (fds[0].revents) {
         char b[64];
-        while (::read(wake_[0], b, sizeof b) > 0) {
-        }
+        while (::read(wake_[0], b, sizeof b) > 0) {}
       }
       keep.clear();
       for (size_t i = 0; i < conns.size(); ++i) {

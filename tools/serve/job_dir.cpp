@@ -39,9 +39,7 @@ int64_t to_i64(std::string_view s) {
   return end && *end == 0 && !tmp.empty() ? v : 0;
 }
 
-int64_t mtime_ns(const struct stat& st) {
-  return int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
+int64_t mtime_ns(const struct stat& st) { return int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec; }
 
 int64_t now_realtime_ns() {
   timespec ts{};
@@ -96,8 +94,7 @@ bool process_alive(int64_t pid, int64_t start_monotonic_ns) {
   std::istringstream rest(line.substr(close + 2));
   std::string field;
   // Fields after the command: state is field 3, starttime field 22.
-  for (int i = 3; i <= 22 && (rest >> field); ++i) {
-  }
+  for (int i = 3; i <= 22 && (rest >> field); ++i) {}
   long ticks = sysconf(_SC_CLK_TCK);
   if (field.empty() || ticks <= 0 || start_monotonic_ns <= 0) return true;
   int64_t started_ns = to_i64(field) * (1'000'000'000 / ticks);
@@ -205,8 +202,8 @@ bool Scanner::scan_dir(const std::string& dir, const std::string& rel, Job* job)
     if (!inside(path)) {
       std::lock_guard<std::mutex> lock(mu_);
       if (warned_.insert(path).second) {
-        fprintf(stderr, "cutrace serve: refusing job %s: %s resolves outside %s\n", rel.c_str(),
-                name.c_str(), root_.c_str());
+        fprintf(stderr, "cutrace serve: refusing job %s: %s resolves outside %s\n", rel.c_str(), name.c_str(),
+                root_.c_str());
       }
       return false;
     }
@@ -227,8 +224,8 @@ bool Scanner::scan_merged(const std::string& file, const std::string& rel, Job* 
   return true;
 }
 
-bool Scanner::fill_job(const std::string& path, const std::string& rel, const std::vector<Entry>& entries,
-                       bool merged, Job* job) {
+bool Scanner::fill_job(const std::string& path, const std::string& rel, const std::vector<Entry>& entries, bool merged,
+                       Job* job) {
   *job = Job{};
   job->name = rel;
   job->id = job_id(rel);
@@ -265,10 +262,7 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
     stopped |= s == Status::Stopped;
   }
   if (!any) return false;
-  job->status = running ? Status::Running
-                : failed ? Status::Failed
-                : stopped ? Status::Stopped
-                          : Status::Completed;
+  job->status = running ? Status::Running : failed ? Status::Failed : stopped ? Status::Stopped : Status::Completed;
   // The files that make the job's status, at most three named.
   int shown = 0, more = 0;
   for (const auto& [s, why] : reasons) {

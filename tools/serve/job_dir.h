@@ -1,8 +1,8 @@
 // The recorded jobs under one directory, for `cutrace serve`. A job is a directory holding
 // `*.cutrace` files (what `cutrace record -o DIR` writes), or the root itself when it holds
-// traces, or a merged job file (`cutrace merge -o`), whose members are its ranks. Nothing outside the root is ever listed: directory symlinks are not followed, and a job
-// with a trace file that resolves outside the root (a symlink out) is refused, not listed.
-// Its status comes from the files (docs/REPORT.md, "cutrace serve"):
+// traces, or a merged job file (`cutrace merge -o`), whose members are its ranks. Nothing outside the root is ever
+// listed: directory symlinks are not followed, and a job with a trace file that resolves outside the root (a symlink
+// out) is refused, not listed. Its status comes from the files (docs/REPORT.md, "cutrace serve"):
 //   completed  every rank's End record is clean
 //   failed     some rank's End record was written from a fatal-signal handler, or some rank
 //              exited with a non-zero status (meta exit_status)
@@ -28,13 +28,13 @@ const char* status_name(Status s);  // "running", "completed", "failed", "stoppe
 bool parse_status(const std::string& name, Status* s);
 
 struct Job {
-  std::string id;       // opaque, URL-safe, stable for a path: 16 hex digits
-  std::string name;     // path relative to the root ("." for the root itself)
-  std::string path;     // absolute path of the job directory or merged file (inside the root)
-  int64_t created_ns = 0;   // CLOCK_REALTIME of the earliest capture start (mtime if unknown)
+  std::string id;          // opaque, URL-safe, stable for a path: 16 hex digits
+  std::string name;        // path relative to the root ("." for the root itself)
+  std::string path;        // absolute path of the job directory or merged file (inside the root)
+  int64_t created_ns = 0;  // CLOCK_REALTIME of the earliest capture start (mtime if unknown)
   Status status = Status::Completed;
-  std::string reason;   // why that status, in words: "exit status 3", "rank 1: SIGTERM", ...
-  int ranks = 0;        // trace files
+  std::string reason;  // why that status, in words: "exit status 3", "rank 1: SIGTERM", ...
+  int ranks = 0;       // trace files
   uint64_t size_bytes = 0;
   std::vector<std::string> hosts;
   std::vector<std::string> problems;  // ranks that could not be read: "file: reason"
@@ -42,8 +42,8 @@ struct Job {
 };
 
 struct Filter {
-  std::string name;            // case-insensitive substring of the name; empty: any
-  std::vector<Status> status;  // empty: any
+  std::string name;             // case-insensitive substring of the name; empty: any
+  std::vector<Status> status;   // empty: any
   int64_t from_ns = INT64_MIN;  // created_ns in [from_ns, to_ns]
   int64_t to_ns = INT64_MAX;
   bool matches(const Job& j) const;
@@ -98,7 +98,7 @@ class Scanner {
   std::mutex mu_;
   std::map<std::string, Cached> cache_;
   std::map<std::string, std::pair<std::string, std::string>> known_;  // id -> (path, name)
-  std::set<std::string> warned_;  // refused trace paths already reported on stderr
+  std::set<std::string> warned_;                                      // refused trace paths already reported on stderr
 };
 
 // Exposed for tests.

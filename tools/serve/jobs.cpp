@@ -33,9 +33,7 @@ json job_json(const jobs::Job& j, bool loaded) {
 
 }  // namespace
 
-Reply error_reply(int status, const std::string& message) {
-  return Reply{status, dump(json{{"error", message}})};
-}
+Reply error_reply(int status, const std::string& message) { return Reply{status, dump(json{{"error", message}})}; }
 
 bool parse_int64(const std::string& s, int64_t* out) {
   if (s.empty() || s.size() > 20) return false;
@@ -77,8 +75,7 @@ std::shared_ptr<JobCache::Loaded> JobCache::get(const std::string& id, Reply* er
     std::lock_guard<std::mutex> lock(mu_);
     auto it = loaded_.find(id);
     // Same files, same sizes: still valid. A running job that grew is read again.
-    if (it != loaded_.end() && it->second->job.size_bytes == job.size_bytes &&
-        it->second->job.ranks == job.ranks) {
+    if (it != loaded_.end() && it->second->job.size_bytes == job.size_bytes && it->second->job.ranks == job.ranks) {
       it->second->last_used = ++clock_;
       return it->second;
     }

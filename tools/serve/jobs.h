@@ -11,8 +11,8 @@
 #include <string>
 #include <tuple>
 
-#include "tools/serve/job_dir.h"
 #include "tools/report/data.h"
+#include "tools/serve/job_dir.h"
 
 namespace cutrace::serve {
 
@@ -26,13 +26,12 @@ Reply error_reply(int status, const std::string& message);  // {"error": message
 
 class JobCache {
  public:
-  explicit JobCache(jobs::Scanner* scanner, size_t max_loaded = 4)
-      : scanner_(scanner), max_loaded_(max_loaded) {}
+  explicit JobCache(jobs::Scanner* scanner, size_t max_loaded = 4) : scanner_(scanner), max_loaded_(max_loaded) {}
 
-  Reply list(const jobs::Filter& f);                  // {"root", "jobs": [...]}
-  Reply load(const std::string& id);                  // loads; {"id", "loaded": true, ...}
-  Reply unload(const std::string& id);                // frees; {"id", "loaded": false}
-  Reply dashboard(const std::string& id);             // report::dashboard_json (loads)
+  Reply list(const jobs::Filter& f);                                      // {"root", "jobs": [...]}
+  Reply load(const std::string& id);                                      // loads; {"id", "loaded": true, ...}
+  Reply unload(const std::string& id);                                    // frees; {"id", "loaded": false}
+  Reply dashboard(const std::string& id);                                 // report::dashboard_json (loads)
   Reply timeline(const std::string& id, const report::TimelineQuery& q);  // one piece
   // `cutrace diff` of two jobs (its --json document, docs/DIFF.md), A then B; not cached.
   Reply compare(const std::string& id_a, const std::string& id_b);
