@@ -407,6 +407,12 @@ bool Collector::open_sync(ThreadState* s, int64_t end_ns) {
 void Collector::finish(uint32_t flags, int64_t wait_ns) {
   if (finished_) return;
   finished_ = true;
+  if (!(flags & trace::kEndSignal)) {  // after a fatal signal: only what the trace needs
+    int64_t mono = 0, real = 0;
+    clock_pair(&mono, &real);
+    live_.finishing = true;
+    publish_status(real);
+  }
   int64_t end_ns = g_capture_end_ns.load();
   if (!end_ns) g_capture_end_ns.store(end_ns = mono_ns());
   quiesce(end_ns);

@@ -18,10 +18,10 @@ std::string format_live_status(const LiveStatus& s) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "pid %lld\nrank %lld\nstarted_ns %lld\nupdated_ns %lld\nrecords %llu\nops_in_flight %llu\n"
-                "dropped %llu\nbytes %llu\ncapturing %d\n",
+                "dropped %llu\nbytes %llu\ncapturing %d\nfinishing %d\n",
                 (long long)s.pid, (long long)s.rank, (long long)s.started_ns, (long long)s.updated_ns,
                 (unsigned long long)s.records, (unsigned long long)s.ops_in_flight, (unsigned long long)s.dropped,
-                (unsigned long long)s.bytes, s.capturing ? 1 : 0);
+                (unsigned long long)s.bytes, s.capturing ? 1 : 0, s.finishing ? 1 : 0);
   std::string out = buf;
   // Host and path last: the rest of their line, whatever it holds but a newline.
   auto line = [&](const char* key, const std::string& v) {
@@ -57,6 +57,7 @@ bool parse_live_status(const std::string& text, LiveStatus* out) {
     else if (key == "dropped") s.dropped = std::strtoull(c, nullptr, 10);
     else if (key == "bytes") s.bytes = std::strtoull(c, nullptr, 10);
     else if (key == "capturing") s.capturing = v == "1";
+    else if (key == "finishing") s.finishing = v == "1";
     else if (key == "host") s.host = v;
     else if (key == "trace") s.trace = v;
   }

@@ -23,6 +23,7 @@ struct LiveStatus {
   uint64_t dropped = 0;        // records dropped (the buffer budget was in use)
   uint64_t bytes = 0;          // trace file bytes written
   bool capturing = false;      // a capture window is open
+  bool finishing = false;      // the process is ending: the collector writes its last records
 };
 
 std::string live_status_path(const std::string& dir, int64_t pid);

@@ -150,7 +150,7 @@ async function refresh() {
     showMessage(data.jobs.length + " of " + data.total + " jobs", false);
   }
   // Running jobs change: look again in a few seconds.
-  if (data.jobs.some((j) => j.status === "running")) refreshTimer = setTimeout(refresh, 5000);
+  if (data.jobs.some((j) => j.status === "running" || j.status === "stopping")) refreshTimer = setTimeout(refresh, 5000);
 }
 
 document.addEventListener("DOMContentLoaded", () => {

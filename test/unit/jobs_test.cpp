@@ -18,6 +18,7 @@
 
 #include "test/unit/temp_dir.h"
 #include "tools/serve/job_dir.h"
+#include "trace/live_status.h"
 #include "trace/writer.h"
 
 using namespace cutrace;
@@ -168,6 +169,35 @@ TEST_CASE("jobs: each status says why: exit status, the signal by name, the file
   const std::string live = reason("live");
   CHECK(live.rfind("recording, ", 0) == 0);
   CHECK(live.find("written so far") != std::string::npos);
+}
+
+TEST_CASE("jobs: a live process reads running with its records so far, stopping once it is ending") {
+  JobsTempDir root;
+  const std::string host = this_host();
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  for (const char* job : {"recording", "ending"})
+    write_trace(root.path + "/" + job + "/h.rank0.pid6.cutrace", Ending::None, host, getpid(), t0, mono_now());
+  LiveStatus l;
+  l.pid = getpid(), l.host = host, l.updated_ns = t0, l.records = 12345, l.bytes = 3 << 20;
+  REQUIRE(write_live_status(root.path + "/recording", l));
+  l.finishing = true;
+  REQUIRE(write_live_status(root.path + "/ending", l));
+  jobs::Scanner sc;
+  std::string err;
+  REQUIRE_MESSAGE(sc.open(root.path, &err), err);
+  std::vector<jobs::Job> all = sc.scan();
+  const jobs::Job* rec = by_name(all, "recording");
+  const jobs::Job* end = by_name(all, "ending");
+  REQUIRE(rec);
+  REQUIRE(end);
+  CHECK(rec->status == jobs::Status::Running);
+  CHECK(rec->reason == "recording, 12,345 records (3.00 MiB) written so far");
+  CHECK(end->status == jobs::Status::Stopping);
+  CHECK(std::string(jobs::status_name(end->status)) == "stopping");
+  CHECK(end->reason == "ending: the last records are being written (12,345 so far)");
+  jobs::Status st;
+  CHECK(jobs::parse_status("stopping", &st));
+  CHECK(st == jobs::Status::Stopping);
 }
 
 TEST_CASE("jobs: a file that is not a trace makes its job stopped with the reason, not an error") {

@@ -102,7 +102,7 @@ bool parse_filter(const httplib::Request& req, cutrace::jobs::Filter* f, std::st
     if (comma == std::string::npos) comma = st.size();
     cutrace::jobs::Status s;
     if (!cutrace::jobs::parse_status(st.substr(pos, comma - pos), &s))
-      return *why = "status must be running, completed, failed or stopped (comma-separated)", false;
+      return *why = "status must be running, stopping, completed, failed or stopped (comma-separated)", false;
     f->status.push_back(s);
     pos = comma + 1;
   }

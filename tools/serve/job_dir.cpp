@@ -16,12 +16,13 @@
 
 #include "tools/common/format_util.h"
 #include "trace/job_file.h"
+#include "trace/live_status.h"
 #include "trace/reader.h"
 
 namespace cutrace::jobs {
 namespace {
 
-constexpr const char* kStatusNames[] = {"running", "completed", "failed", "stopped"};
+constexpr const char* kStatusNames[] = {"running", "completed", "failed", "stopped", "stopping"};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -57,7 +58,7 @@ std::string resolve(const std::string& path) {
 const char* status_name(Status s) { return kStatusNames[static_cast<int>(s)]; }
 
 bool parse_status(const std::string& name, Status* s) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < int(std::size(kStatusNames)); ++i) {
     if (name == kStatusNames[i]) {
       *s = static_cast<Status>(i);
       return true;
@@ -161,10 +162,16 @@ Status Scanner::file_status(const std::string& path, const FileFacts& f, int64_t
 }
 
 // Why one file has its status, in words (the job list shows it beside the status).
-std::string file_reason(Status s, const FileFacts& f, uint64_t size, bool merged) {
+std::string file_reason(Status s, const FileFacts& f, uint64_t size, bool merged, const LiveStatus* live) {
   if (!f.error.empty()) return f.error;
   switch (s) {
-    case Status::Running: return "recording, " + tools::human_bytes(size) + " written so far";
+    case Status::Running:
+      if (live)
+        return "recording, " + tools::human_count(live->records) + " records (" + tools::human_bytes(live->bytes) +
+               ") written so far";
+      return "recording, " + tools::human_bytes(size) + " written so far";
+    case Status::Stopping:
+      return "ending: the last records are being written (" + tools::human_count(live ? live->records : 0) + " so far)";
     case Status::Completed: return "exit status " + std::to_string(f.exit_status < 0 ? 0 : f.exit_status);
     case Status::Failed:
       if (f.signal > 0) {
@@ -232,6 +239,11 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
   job->path = path;
   bool any = false, running = false, failed = false, stopped = false;
   std::vector<std::pair<Status, std::string>> reasons;  // per file: "name: why"
+  bool stopping = false;
+  // The collectors' live status files, by pid: records so far, and whether a process is ending.
+  std::map<int64_t, LiveStatus> live;
+  if (!merged)
+    for (LiveStatus& l : read_live_statuses(path)) live[l.pid] = l;
   std::set<std::string> hosts;
   std::vector<runs::Trace> ids;
   for (const Entry& e : entries) {
@@ -247,22 +259,30 @@ bool Scanner::fill_job(const std::string& path, const std::string& rel, const st
       job->problems.push_back(name + ": " + f.error);
       s = !merged && now_realtime_ns() - mt < running_grace_ns ? Status::Running : Status::Stopped;
     } else if (!merged && f.id.host == hostname_ && process_alive(f.id.pid, f.start_monotonic_ns)) {
-      s = Status::Running;  // no need to read the whole file
+      auto it = live.find(f.id.pid);
+      s = it != live.end() && it->second.finishing ? Status::Stopping : Status::Running;  // no need to read it all
     } else {
       f = facts(e.path, uint64_t(st.st_size), mt, true);
       s = merged && !f.complete ? Status::Stopped : file_status(e.path, f, mt);
     }
-    reasons.emplace_back(s, name + ": " + file_reason(s, f, uint64_t(st.st_size), merged));
+    auto lv = live.find(f.id.pid);
+    const LiveStatus* ls = lv != live.end() && f.error.empty() && lv->second.host == f.id.host ? &lv->second : nullptr;
+    reasons.emplace_back(s, name + ": " + file_reason(s, f, uint64_t(st.st_size), merged, ls));
     if (f.error.empty()) ids.push_back(f.id);
     if (!f.id.host.empty()) hosts.insert(f.id.host);
     int64_t created = f.id.start_realtime_ns > 0 ? f.id.start_realtime_ns : mt;
     if (job->created_ns == 0 || created < job->created_ns) job->created_ns = created;
     running |= s == Status::Running;
+    stopping |= s == Status::Stopping;
     failed |= s == Status::Failed;
     stopped |= s == Status::Stopped;
   }
   if (!any) return false;
-  job->status = running ? Status::Running : failed ? Status::Failed : stopped ? Status::Stopped : Status::Completed;
+  job->status = running    ? Status::Running
+                : stopping ? Status::Stopping
+                : failed   ? Status::Failed
+                : stopped  ? Status::Stopped
+                           : Status::Completed;
   // The files that make the job's status, at most three named.
   int shown = 0, more = 0;
   for (const auto& [s, why] : reasons) {

@@ -23,8 +23,8 @@
 
 namespace cutrace::jobs {
 
-enum class Status { Running, Completed, Failed, Stopped };
-const char* status_name(Status s);  // "running", "completed", "failed", "stopped"
+enum class Status { Running, Completed, Failed, Stopped, Stopping };
+const char* status_name(Status s);  // "running", "completed", "failed", "stopped", "stopping"
 bool parse_status(const std::string& name, Status* s);
 
 struct Job {
