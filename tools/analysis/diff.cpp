@@ -381,7 +381,7 @@ DiffSide load_diff_side(const std::string& path, const SummaryOptions& opt, cons
         if (rec.type() != trace::RecType::Range) return;
         const auto& g = rec.as<trace::RangeRec>();
         if (trace::range_open(g) || !trace::name_pattern_match(o.step_pattern, r.str(g.name_id))) return;
-        steps.emplace_back(g.cpu_begin, g.cpu_end);
+        steps.emplace_back(+g.cpu_begin, +g.cpu_end);  // copies: packed fields
       });
       std::sort(steps.begin(), steps.end());
       most = std::max<uint64_t>(most, steps.size());
