@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import time
 
-from harness import TIME_SCALE, env_of, tail, test
+from harness import TIME_SCALE, TIMING_CHECKED, env_of, tail, test
 
 
 STEPS, PERIOD_US = 60, 11700
@@ -115,6 +115,10 @@ def ddp_two_hosts_aligned_merged_and_straggler_named(s, c):
         tries.append(len(late & set(range(26, 60))))
         if tries[-1] <= 5:
             break
+    if tries[-1] > 5 and not TIMING_CHECKED:  # the recordings ran (and were checked for races); figures need the schedule
+        c.notes.append(f"under a sanitizer the fake job's schedule was not kept ({tries} of 34 collectives launched "
+                       "late in 3 runs): alignment and straggler figures not checked")
+        return
     c.require(tries[-1] <= 5, f"the machine is too loaded to keep the fake job's schedule: {tries} of 34 collectives "
                               "launched late in 3 runs")
     if len(tries) > 1:
