@@ -116,7 +116,7 @@ def ddp_two_hosts_aligned_merged_and_straggler_named(s, c):
         if tries[-1] <= 5:
             break
     if tries[-1] > 5 and not TIMING_CHECKED:  # the recordings ran (and were checked for races); figures need the schedule
-        c.notes.append(f"under a sanitizer the fake job's schedule was not kept ({tries} of 34 collectives launched "
+        c.notes.append(f"under a sanitizer the fake job could not keep its schedule ({tries} of 34 collectives launched "
                        "late in 3 runs): alignment and straggler figures not checked")
         return
     c.require(tries[-1] <= 5, f"the machine is too loaded to keep the fake job's schedule: {tries} of 34 collectives "
