@@ -274,7 +274,6 @@ void put_varint(std::string& out, uint64_t v) {
 struct Writer {
   ColumnBuffer* col;  // kColumnCount, BlockEncoder::cols_
   State st;
-  const std::unordered_map<ConfigKey, uint32_t, ConfigKeyHash>* configs;
 
   void u(Column c, char* p, size_t size) { col[c].put_varint(load(p, size)); }
   void z(Column c, char* p, size_t size) { col[c].put_varint(zigzag(load_signed(p, size))); }
@@ -297,11 +296,8 @@ struct Writer {
     col[trace::kColGpuDuration].put_varint(end ? 1 + zigzag(int64_t(uint64_t(end) - uint64_t(base))) : 0);
     if (end) st.gpu.set(lane, end);
   }
-  void config(char* p) {  // the id was assigned by BlockEncoder::encode before
-    ConfigKey k;
-    std::memcpy(k.b, p, sizeof k.b);
-    col[trace::kColConfig].put_varint(configs->at(k));
-  }
+  uint32_t config_id = 0;  // the kernel's, looked up (or assigned) by BlockEncoder::encode
+  void config(char*) { col[trace::kColConfig].put_varint(config_id); }
 };
 
 }  // namespace
@@ -332,7 +328,6 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
   Writer w;
   w.col = cols_;
   w.st.reset();
-  w.configs = &configs_;
   ColumnBuffer& tags = w.col[trace::kColTag];
   auto verbatim = [&](const char* rec, size_t size) {
     tags.push_back(0);
@@ -352,7 +347,10 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
     if (h.type == uint16_t(trace::RecType::Kernel)) {
       ConfigKey key;
       std::memcpy(key.b, rec + offsetof(trace::KernelRec, name_id), sizeof key.b);
-      if (!configs_.count(key)) {
+      auto it = configs_.find(key);
+      if (it != configs_.end()) {
+        w.config_id = it->second;
+      } else {
         if (configs_.size() >= trace::kMaxKernelConfigs) {
           verbatim(rec, h.size);
           continue;
@@ -363,6 +361,7 @@ void BlockEncoder::encode(const char* raw, size_t n, std::vector<char>* out) {
         c.id = uint32_t(configs_.size() + 1);
         std::memcpy(reinterpret_cast<char*>(&c) + offsetof(trace::KernelConfigRec, name_id), key.b, kConfigBytes);
         configs_.emplace(key, c.id);
+        w.config_id = c.id;
         verbatim(reinterpret_cast<const char*>(&c), sizeof c);
       }
     }
