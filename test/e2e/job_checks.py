@@ -265,22 +265,31 @@ def options_that_cannot_apply_are_errors(s, c):
     c.equal("summary --from '5 parsecs': exit status", bad.returncode, 2)
 
 
+def in_flight(status):
+    return max((pr.get("ops_in_flight", 0) for pr in status.get("processes", [])), default=0)
+
+
 def record_on_pty(s, d, argv, opts=()):
     """`cutrace record -o d [opts] -- argv` with stdout and stderr on a pseudo-terminal: (exit
-    status, bytes it wrote there, the first `cutrace status d --json` that says running, asked
-    from 1 s into the run until it ends: the run lasts its GPU time, under a sanitizer too)."""
+    status, bytes it wrote there, the `cutrace status d --json` answer that says running with the
+    most GPU ops in flight, asked every 0.3 s from 1 s into the run until it ends: the status
+    file is rewritten about once a second, so one answer can fall between two rounds of work)."""
     import pty
     import select
     master, slave = pty.openpty()
     p = subprocess.Popen([s.cutrace, "record", "-o", d, *opts, "--", *argv], env=env_of(s), stdin=subprocess.DEVNULL,
                          stdout=slave, stderr=slave)
     os.close(slave)
-    out, status, started = b"", None, time.monotonic()
+    out, status, started, asked = b"", None, time.monotonic(), 0.0
     try:
         while True:
-            if (status or {}).get("state") != "running" and time.monotonic() - started > 1.0:
+            now = time.monotonic()
+            if now - started > 1.0 and now - asked > 0.3 and p.poll() is None:
+                asked = now
                 q = s.run([s.cutrace, "status", d, "--json"])
-                status = json.loads(q.stdout) if q.returncode == 0 else {"error": q.stderr}
+                st = json.loads(q.stdout) if q.returncode == 0 else {"error": q.stderr}
+                if st.get("state") == "running" and (status is None or in_flight(st) > in_flight(status)):
+                    status = st
             r, _, _ = select.select([master], [], [], 0.1)
             if r:
                 try:
