@@ -60,7 +60,7 @@ REPORT_GEN := $(BUILD)/test/report_trace_gen
 CRAFT_TRACE := $(BUILD)/test/craft_trace
 FUZZ_BINS := $(patsubst test/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 
-.PHONY: all test demo install clean lint format sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
+.PHONY: all test test-bins demo install clean lint format sanitize sanitize-tsan sanitize-asan fuzz fuzz-bins
 .SECONDARY:
 all: $(SHIM_SO) $(CLI_BIN)
 
@@ -174,7 +174,13 @@ $(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -o $@ $< -L$(dir $(FAKE_SO)) -lcuda -ldl
 
-test: all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) $(CLOCK_SHIFT_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
+# test-bins: everything the suites need, built without running them (then run one e2e test with
+# `BUILD=build bash test/e2e/run.sh NAME`).
+TEST_BINS = all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) \
+            $(CLOCK_SHIFT_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
+test-bins: $(TEST_BINS)
+
+test: $(TEST_BINS)
 	$(UNIT_BIN)
 	BUILD=$(BUILD) bash test/e2e/run.sh
 	BUILD=$(BUILD) bash test/browser/run.sh report
