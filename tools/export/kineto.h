@@ -41,7 +41,14 @@ struct Collective {
 bool nccl_collective(std::string_view kernel_name, Collective* out);
 inline bool is_nccl_kernel(std::string_view kernel_name) { return kernel_name.substr(0, 4) == "nccl"; }
 
-// torch.profiler's step annotation "ProfilerStep#N": Kineto draws no GPU copy of it.
-inline bool is_profiler_step(std::string_view range_name) { return range_name.substr(0, 13) == "ProfilerStep#"; }
+// A training step, torch.profiler's "ProfilerStep#N" or cutrace's own "step_N" (summary's default
+// step pattern): Kineto draws no GPU copy of a step, so renaming step_N gives Kineto's shape.
+inline bool is_profiler_step(std::string_view range_name) {
+  if (range_name.substr(0, 13) == "ProfilerStep#") return true;
+  if (range_name.substr(0, 5) != "step_" || range_name.size() == 5) return false;
+  for (char ch : range_name.substr(5))
+    if (ch < '0' || ch > '9') return false;
+  return true;
+}
 
 }  // namespace cutrace::kineto
