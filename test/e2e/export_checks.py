@@ -1,5 +1,6 @@
 """End-to-end tests of `cutrace export`: the Chrome JSON (Kineto schema) and the Perfetto protobuf
-of nvtx_app's trace, and the Nsight Systems queries on the SQLite export of routes'."""
+of nvtx_app's trace, the Nsight Systems queries on the SQLite export of routes', and nsys's report
+figures on sample_app's against the summary."""
 import json
 import os
 import re
@@ -186,3 +187,65 @@ def export_sqlite_nsys_queries(s, c):
     p = s.run(argv)
     c.expect(p.returncode != 0 and "exists" in p.stderr,
              f"a second export over {db} exited {p.returncode} ({tail(p.stderr)}): expected a refusal")
+
+
+@test
+def export_sqlite_nsys_report_queries_give_the_summary_figures(s, c):
+    """The figures of nsys's stats reports, computed with SQL on the SQLite export of sample_app
+    (kernels, async copies both ways, memsets, syncs, NVTX push/pop ranges, a graph), equal
+    `cutrace summary --json`: cuda_api_sum (calls, count, total), cuda_gpu_kern_sum, cuda_gpu_mem_time_sum
+    and cuda_gpu_mem_size_sum (per copy kind and memset), the synchronisations, nvtx_sum (per range
+    name). ThreadNames names every thread that made a call (threads: 9 threads)."""
+    import sqlite3
+    d = s.tmpdir("nsys-reports")
+    s.record(c, d, [s.prog("sample_app")])
+    j = s.summary(c, d)
+    db = os.path.join(s.tmpdir("nsys-reports-out"), "x.sqlite")
+    p = s.run([s.cutrace, "export", "--format", "sqlite", "-q", "-o", db, d])
+    c.require(p.returncode == 0, f"`cutrace export --format sqlite` exited {p.returncode}: {tail(p.stderr)}")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        q = con.execute
+        api = {n: (k, t) for n, k, t in q("SELECT s.value, count(*), sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                                          "JOIN StringIds s ON r.nameId = s.id GROUP BY 1")}
+        c.equal("cuda_api_sum: calls, count and total ns", api, {a["name"]: (a["count"], a["total_ns"]) for a in j["api"]})
+        kern = {n: (k, t, lo, hi) for n, k, t, lo, hi in q(
+            "SELECT s.value, count(*), sum(k.end - k.start), min(k.end - k.start), max(k.end - k.start) FROM "
+            "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON k.demangledName = s.id GROUP BY 1")}
+        graph = {k["name"] for k in j["kernels"] if k["name"].startswith("CUDA graph")}
+        c.equal("cuda_gpu_kern_sum: count, total, min, max ns",
+                kern, {k["name"]: (k["count"], k["total_ns"], k["min_ns"], k["max_ns"]) for k in j["kernels"]
+                       if k["name"] not in graph})
+        kinds = {1: "HtoD", 2: "DtoH", 8: "DtoD", 10: "PtoP", 0: "Unknown"}
+        mem = {kinds.get(k, str(k)): (n, t, b) for k, n, t, b in q(
+            "SELECT copyKind, count(*), sum(end - start), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY 1")}
+        c.equal("cuda_gpu_mem_time_sum / mem_size_sum: copies by kind (count, ns, bytes)", mem,
+                {k: (v["count"], v["total_ns"], v["bytes"]) for k, v in j["memcpy"].items() if v["count"]})
+        c.equal("memsets (count, ns, bytes)",
+                q("SELECT count(*), sum(end - start), sum(bytes) FROM CUPTI_ACTIVITY_KIND_MEMSET").fetchone(),
+                (j["memset"]["count"], j["memset"]["total_ns"], j["memset"]["bytes"]))
+        sync_kinds = {1: "event", 2: "stream_wait", 3: "stream", 4: "context"}
+        syncs = {sync_kinds.get(k, str(k)): (n, t) for k, n, t in q(
+            "SELECT syncType, count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION GROUP BY 1")}
+        c.equal("synchronisations by kind (count, ns)", syncs,
+                {k: (v["count"], v["total_ns"]) for k, v in j["syncs"].items() if v["count"]})
+        nvtx = {n: (k, t) for n, k, t in q("SELECT coalesce(e.text, s.value), count(*), sum(e.end - e.start) FROM NVTX_EVENTS e "
+                                           "LEFT JOIN StringIds s ON e.textId = s.id WHERE e.eventType = 59 GROUP BY 1")}
+        c.equal("nvtx_sum: push/pop ranges by name (count, ns)", nvtx,
+                {g["name"]: (g["count"], g["cpu_total_ns"]) for g in j["ranges"]})
+    finally:
+        con.close()
+
+    d = s.tmpdir("nsys-threads")
+    s.record(c, d, [s.prog("threads")])
+    db = os.path.join(s.tmpdir("nsys-threads-out"), "x.sqlite")
+    p = s.run([s.cutrace, "export", "--format", "sqlite", "-q", "-o", db, d])
+    c.require(p.returncode == 0, f"`cutrace export --format sqlite` exited {p.returncode}: {tail(p.stderr)}")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        callers = {r[0] for r in con.execute("SELECT DISTINCT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+        named = {r[0] for r in con.execute("SELECT globalTid FROM ThreadNames")}
+        c.equal("threads that made a call without a ThreadNames row", sorted(callers - named), [])
+        c.equal("threads that made a call", len(callers), 9)
+    finally:
+        con.close()
