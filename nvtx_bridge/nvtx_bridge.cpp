@@ -111,16 +111,19 @@ struct Payload {
 
 // One annotation record. Returns whether it was recorded. `force` records even outside a capture
 // window (the pop of a range whose push was recorded). `sub`: a CategoryName's NvtxResource when
-// it names a CUDA resource instead of a category.
-bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color, RangeSource source,
-          bool force = false, Payload pl = {}, uint8_t sub = 0) {
+// it names a CUDA resource instead of a category. kPayload false (emit()): no payload, and the
+// code is that of a record without one (no test, no extra bytes); true: `pl` is recorded.
+template <bool kPayload>
+__attribute__((always_inline)) inline bool emit_note(RawKind kind, Name nm, uint64_t id, const void* domain,
+                                                     uint32_t category, uint32_t color, RangeSource source, bool force,
+                                                     Payload pl, uint8_t sub) {
   if ((!force && !capture_on()) || t_in_shim) return false;
   ThreadState* ts = thread_state();
   if (!ts || !enter_record(ts, kind, force)) return false;
   const bool copy = nm.flags & kRawNameSlot;
   const bool end = kind == RawKind::RangePop || kind == RawKind::RangeEnd;
   uint8_t* p = ts->reserve(
-      end ? 33 : (copy ? kNoteFixedBytes + nm.len : kNoteFixedBytes + 6) + (pl.type ? kNotePayloadBytes : 0));
+      end ? 33 : (copy ? kNoteFixedBytes + nm.len : kNoteFixedBytes + 6) + (kPayload ? kNotePayloadBytes : 0));
   if (!p) {
     ts->count_lost(kind);
     leave_record(ts);
@@ -130,8 +133,8 @@ bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t categ
   r.kind = kind;
   r.sub = sub;
   r.api = 0;
-  r.flags = uint16_t(nm.flags | (pl.type ? kRawPayload : 0));
-  r.nvtx.payload_type = pl.type, r.nvtx.payload = pl.bits;
+  r.flags = kPayload ? uint16_t(nm.flags | kRawPayload) : uint16_t(nm.flags & ~kRawPayload);
+  if (kPayload) r.nvtx.payload_type = pl.type, r.nvtx.payload = pl.bits;
   r.nvtx.name = copy ? nullptr : nm.s;
   r.nvtx.id = id, r.nvtx.domain = domain, r.nvtx.category = category, r.nvtx.color = color;
   r.nvtx.source = uint8_t(source);
@@ -139,6 +142,20 @@ bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t categ
   ts->commit(pack_note(r, nm.s, nm.len, p));
   leave_record(ts);
   return true;
+}
+bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color, RangeSource source,
+          bool force = false) {
+  return emit_note<false>(kind, nm, id, domain, category, color, source, force, {}, 0);
+}
+bool emit_payload(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
+                  RangeSource source, Payload pl) {
+  return emit_note<true>(kind, nm, id, domain, category, color, source, false, pl, 0);
+}
+// Records the payload when there is one (an event attribute's), else exactly as emit().
+bool emit_maybe_payload(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
+                        RangeSource source, Payload pl) {
+  return pl.type ? emit_payload(kind, nm, id, domain, category, color, source, pl)
+                 : emit(kind, nm, id, domain, category, color, source);
 }
 
 // An event attribute's message other than a UNICODE one.
@@ -176,13 +193,16 @@ Payload payload(const nvtxEventAttributes_t* a) {
 
 // Push/pop nest per (thread, domain). A push record carries its level in `id`, a pop the level it
 // ends: the collector pairs them by level (a pop whose push was not captured closes nothing).
+// kPayload: the range has a payload `pl` (push<false>: the code of a push without one).
+template <bool kPayload = false>
 int push(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src, Payload pl = {}) {
   ThreadState* ts = t_in_shim ? nullptr : thread_state();
   NvtxLevels* l = ts ? ts->nvtx.find(domain) : nullptr;
   const int depth = l ? l->depth : 0;
   // May open a capture window (CUTRACE_CAPTURE_RANGE=nvtx); a converted wide name is NUL-terminated.
   capture_nvtx_push(nm.s, domain, l ? depth : -1);
-  bool recorded = emit(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src, false, pl);
+  bool recorded = kPayload ? emit_payload(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src, pl)
+                           : emit(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src);
   if (!l) return depth;
   l->set(depth, recorded);  // false (no memory): the pop is not recorded, the range stays open
   l->depth = depth + 1;
@@ -197,9 +217,11 @@ int pop(const void* domain, RangeSource src) {
   capture_nvtx_pop(domain, depth);  // may close the window
   return depth;
 }
+template <bool kPayload = false>
 uint64_t start(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src, Payload pl = {}) {
   uint64_t id = g_range_ids.fetch_add(1, std::memory_order_relaxed);
-  emit(RawKind::RangeStart, nm, id, domain, cat, col, src, false, pl);
+  if (kPayload) emit_payload(RawKind::RangeStart, nm, id, domain, cat, col, src, pl);
+  else emit(RawKind::RangeStart, nm, id, domain, cat, col, src);
   return id;
 }
 void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, {}, id, nullptr, 0, 0, src); }
@@ -208,28 +230,37 @@ void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, {}, id, nullptr
 // A UNICODE message needs a conversion buffer: those calls take the out-of-line wide path.
 __attribute__((noinline)) void mark_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  emit(RawKind::Mark, w.name(a->message.unicode), 0, d, category(a), color(a), RangeSource::Nvtx, false, payload(a));
+  emit_maybe_payload(RawKind::Mark, w.name(a->message.unicode), 0, d, category(a), color(a), RangeSource::Nvtx,
+                     payload(a));
 }
 __attribute__((noinline)) uint64_t start_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  return start(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, payload(a));
+  const Payload pl = payload(a);
+  return pl.type ? start<true>(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : start(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
 }
 __attribute__((noinline)) int push_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  return push(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, payload(a));
+  const Payload pl = payload(a);
+  return pl.type ? push<true>(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : push(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
 }
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return mark_wide(d, a);
-  emit(RawKind::Mark, message(a), 0, d, category(a), color(a), RangeSource::Nvtx, false, payload(a));
+  emit_maybe_payload(RawKind::Mark, message(a), 0, d, category(a), color(a), RangeSource::Nvtx, payload(a));
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return start_wide(d, a);
-  return start(message(a), d, category(a), color(a), RangeSource::Nvtx, payload(a));
+  const Payload pl = payload(a);
+  return pl.type ? start<true>(message(a), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : start(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return push_wide(d, a);
-  return push(message(a), d, category(a), color(a), RangeSource::Nvtx, payload(a));
+  const Payload pl = payload(a);
+  return pl.type ? push<true>(message(a), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : push(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop(d, RangeSource::Nvtx); }
 // Names (categories, threads) hold for the whole trace: recorded outside capture windows too.
@@ -338,15 +369,15 @@ nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t d, nvtxRes
   std::string name = a ? message_text(a->messageType, a->message) : "";
   auto* r = new Resource{d, stable_copy((name + ": resource created").c_str()),
                          stable_copy((name + ": resource destroyed").c_str()), a ? a->identifier.ullValue : 0};
-  emit(RawKind::Mark, stable_name(r->created), 0, d, 0, 0, RangeSource::Nvtx, false,
-       {uint8_t(trace::PayloadType::U64), r->id});
+  emit_payload(RawKind::Mark, stable_name(r->created), 0, d, 0, 0, RangeSource::Nvtx,
+               {uint8_t(trace::PayloadType::U64), r->id});
   return reinterpret_cast<nvtxResourceHandle_t>(r);
 }
 void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t h) {
   auto* r = reinterpret_cast<Resource*>(h);
   if (r)
-    emit(RawKind::Mark, stable_name(r->destroyed), 0, r->domain, 0, 0, RangeSource::Nvtx, false,
-         {uint8_t(trace::PayloadType::U64), r->id});
+    emit_payload(RawKind::Mark, stable_name(r->destroyed), 0, r->domain, 0, 0, RangeSource::Nvtx,
+                 {uint8_t(trace::PayloadType::U64), r->id});
 }
 
 // ---- CUDA resource names (modules CUDA and CUDART) ----
@@ -359,13 +390,14 @@ uint64_t handle_bits(H h) {
 }
 template <NvtxResource K, class H>
 void NVTX_API name_a(H h, const char* name) {
-  emit(RawKind::CategoryName, copied_name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {},
-       uint8_t(K));
+  emit_note<false>(RawKind::CategoryName, copied_name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {},
+                   uint8_t(K));
 }
 template <NvtxResource K, class H>
 void NVTX_API name_w(H h, const wchar_t* name) {
   WideText w;
-  emit(RawKind::CategoryName, w.name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {}, uint8_t(K));
+  emit_note<false>(RawKind::CategoryName, w.name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {},
+                   uint8_t(K));
 }
 
 template <class F>

@@ -198,6 +198,7 @@ def nvtx_payloads_in_exports_and_report(s, c):
     p = s.run([s.cutrace, "export", "--format", "sqlite", "-o", db, trace])
     c.require(p.returncode == 0, f"sqlite export exited {p.returncode}: {p.stderr[-300:]!r}")
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "surrogateescape")  # nvtx_spec has invalid UTF-8 names
     try:
         cols = list(SQL_COLUMNS.values())
         rows = {r[0]: r[1:] for r in con.execute(f"SELECT text, {', '.join(cols)} FROM NVTX_EVENTS WHERE text IS NOT NULL")}
