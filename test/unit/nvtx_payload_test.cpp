@@ -1,5 +1,6 @@
 // NVTX payloads: packed with an annotation on the hot path, written as a Payload record before
-// its Range or Mark, joined back by the reader, and shown the same way by every tool.
+// its Range or Mark, joined back by the reader, and shown the same way by every tool; names
+// longer than the writer keeps, cut on a character boundary.
 #include <cstring>
 #include <string>
 #include <vector>
@@ -126,4 +127,20 @@ TEST_CASE("nvtx payload: every type written as TYPE:VALUE, JSON without NaN or i
   CHECK(json(T::F64, bits_d(-2.5)) == "-2.5");
   CHECK(json(T::F64, bits_d(1.0 / 0.0)) == "\"inf\"");
   CHECK(json(T::F32, 0x7FC00000u) == "\"nan\"");
+}
+
+TEST_CASE("strings longer than the writer keeps are cut on a UTF-8 character boundary") {
+  std::string file;
+  TraceWriter w;
+  REQUIRE(w.open_memory(&file));
+  std::string big(trace::kMaxStringBytes - 1, 'a');
+  big += "\xe4\xba\x8c\xe4\xba\x8c";  // 3-byte characters across the limit
+  uint32_t id = w.intern(big);
+  w.close(0, trace::kEndClean);
+  TraceReader r;
+  std::string err;
+  REQUIRE(r.open_memory(file, "s", &err));
+  r.read([](const Record&) {});
+  CHECK(r.str(id).size() == trace::kMaxStringBytes - 1);  // the character that did not fit is dropped whole
+  CHECK(r.str(id) == big.substr(0, trace::kMaxStringBytes - 1));
 }
