@@ -286,7 +286,7 @@ class PerfettoFile {
     return cache[k] = add_track(std::move(t));
   }
   uint32_t stream_track(uint16_t device, uint32_t stream) {
-    return child_track(children_, gpu_track(device), stream, tools::stream_label(r_, stream));
+    return child_track(children_, gpu_track(device), stream, "stream " + std::to_string(stream));
   }
 
   // -- interning
@@ -579,6 +579,11 @@ class PerfettoFile {
       std::string n = it != r_.threads().end() ? std::string(r_.str(it->second)) : std::string();
       tracks_[idx].name = n.empty() ? "thread " + std::to_string(tid) : n + " (" + std::to_string(tid) + ")";
     }
+    for (const auto& [dev, gpu] : gpus_)  // "stream 7 (dataloader)": NVTX names may come late in the file
+      for (const auto& [sid, st] : r_.streams()) {
+        auto it = children_.find({gpu, sid});
+        if (it != children_.end()) tracks_[it->second].name = tools::stream_label(r_, sid);
+      }
   }
 
   // Lanes: per track, slices sorted by begin (longest first); each goes to the first lane where
