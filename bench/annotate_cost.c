@@ -1,9 +1,11 @@
-/* The shim's own cost per annotation call, without Python: cutrace's C API (cutrace_api.h) called
- * in a loop under `cutrace record` (bench/annotate_cost.py builds and runs it when a C compiler
- * is present). Initialises CUDA (libcuda.so.1) so that the shim records; resolves the API with
- * dlsym, so it also runs (and says so) without the shim. Prints the median of 200 bursts of 200
- * calls, each burst followed by a 2 ms pause so that the collector drains the thread's ring. */
+/* The shim's own cost per annotation call, without Python: cutrace's C API (cutrace_api.h) and
+ * NVTX's C API (push/pop by name, and with attributes carrying a u64 payload) called in a loop
+ * under `cutrace record` (bench/annotate_cost.py builds and runs it when a C compiler is present;
+ * NVTX's header from $CUDA_HOME/include). Initialises CUDA (libcuda.so.1) so that the shim records; resolves the API
+ * with dlsym, so it also runs (and says so) without the shim. Prints the median of 200 bursts of 200 calls, each burst
+ * followed by a 2 ms pause so that the collector drains the thread's ring. */
 #include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,11 @@ int main(void) {
   void (*mark)(const char*) = (void (*)(const char*))dlsym(RTLD_DEFAULT, "cutrace_mark");
   if (!push || !pop || !start || !end || !mark) return printf("C API: shim not loaded\n"), 0;
 
-  static double pp[kBursts], se[kBursts], mk[kBursts];
+  static double pp[kBursts], se[kBursts], mk[kBursts], np[kBursts], nx[kBursts], nm[kBursts];
+  nvtxEventAttributes_t a = {0};
+  a.version = NVTX_VERSION, a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII, a.message.ascii = "step";
+  a.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, a.payload.ullValue = 7;
   for (int r = 0; r < kBursts; ++r) {
     double t0 = now_ns();
     for (int i = 0; i < kBurst; ++i) push("step"), pop();
@@ -53,10 +59,21 @@ int main(void) {
     double t2 = now_ns();
     for (int i = 0; i < kBurst; ++i) mark("m");
     double t3 = now_ns();
+    for (int i = 0; i < kBurst; ++i) nvtxRangePushA("step"), nvtxRangePop();
+    double t4 = now_ns();
+    for (int i = 0; i < kBurst; ++i) nvtxRangePushEx(&a), nvtxRangePop();
+    double t5 = now_ns();
+    for (int i = 0; i < kBurst; ++i) nvtxMarkEx(&a);
+    double t6 = now_ns();
     pp[r] = (t1 - t0) / kBurst, se[r] = (t2 - t1) / kBurst, mk[r] = (t3 - t2) / kBurst;
+    np[r] = (t4 - t3) / kBurst, nx[r] = (t5 - t4) / kBurst, nm[r] = (t6 - t5) / kBurst;
     usleep(2000);
   }
   printf("C API under the shim, ns per call: push+pop %.0f, start+end %.0f, mark %.0f\n", median(pp), median(se),
          median(mk));
+  printf(
+      "NVTX under the shim, ns per call: nvtxRangePushA+Pop %.0f, nvtxRangePushEx(u64 payload)+Pop %.0f, "
+      "nvtxMarkEx(u64 payload) %.0f\n",
+      median(np), median(nx), median(nm));
   return 0;
 }

@@ -118,7 +118,8 @@ def c_api_cost(cutrace_bin, tmp, env):
     if not cc:
         return "C API: no C compiler"
     exe = os.path.join(tmp, "annotate_cost_c")
-    b = subprocess.run([cc, "-O2", "-o", exe, os.path.join(HERE, "annotate_cost.c"), "-ldl"],
+    inc = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")  # nvtx3/
+    b = subprocess.run([cc, "-O2", "-I", inc, "-o", exe, os.path.join(HERE, "annotate_cost.c"), "-ldl"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if b.returncode != 0:
         return "C API: build failed: " + b.stdout.strip()

@@ -9,6 +9,7 @@ OpenRange* RangeTracker::open(uint32_t tid, int64_t ts, const Attrs& a, trace::R
   x.h = {uint16_t(trace::RecType::Range), uint16_t(sizeof x)};
   x.cpu_begin = ts, x.id = id, x.tid = tid, x.name_id = a.name_id, x.domain_id = a.domain_id;
   x.category = a.category, x.color = a.color, x.kind = uint8_t(kind), x.source = a.source;
+  r->payload_type = a.payload_type, r->payload = a.payload;
   return r;
 }
 
@@ -95,6 +96,12 @@ void RangeTracker::op_done(const std::vector<OpenRange*>& ranges, int64_t gpu_st
 
 void RangeTracker::maybe_write(OpenRange* r) {
   if (!r->closed || r->pending) return;
+  if (r->payload_type) {  // directly before its range (trace::PayloadRec)
+    trace::PayloadRec p{};
+    p.target = r->rec.id, p.ts = r->rec.cpu_begin, p.tid = r->rec.tid, p.of = uint16_t(trace::RecType::Range);
+    p.type = r->payload_type, p.bits = r->payload;
+    w_.add(p, trace::RecType::Payload);
+  }
   w_.append(&r->rec);
   delete r;
 }

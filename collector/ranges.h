@@ -16,6 +16,8 @@ struct OpenRange {
   uint32_t pending = 0;  // GPU operations inside whose times are not known yet
   uint32_t level = 0;    // push/pop: depth in its domain on its thread (rec.depth saturates)
   bool closed = false;
+  uint8_t payload_type = 0;  // trace::PayloadType; 0 = none
+  uint64_t payload = 0;
 };
 
 class RangeTracker {
@@ -24,6 +26,8 @@ class RangeTracker {
   struct Attrs {
     uint32_t name_id, domain_id, category, color;
     uint8_t source;
+    uint8_t payload_type = 0;  // trace::PayloadType; 0 = none
+    uint64_t payload = 0;
   };
   // Push/pop nest per (thread, domain); `level` is the push's depth in its domain on its thread
   // (the pop: the depth of the range it ends), as the shim counted it.

@@ -106,6 +106,7 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
     return r.nvtx.name ? w_.intern(r.nvtx.name) : 0u;
   };
   RangeTracker::Attrs a{0, 0, r.nvtx.category, r.nvtx.color, r.nvtx.source};
+  if (r.flags & kRawPayload) a.payload_type = r.nvtx.payload_type, a.payload = r.nvtx.payload;
   if (r.kind == RawKind::RangePush || r.kind == RawKind::RangeStart || r.kind == RawKind::Mark) {
     a.name_id = name_id();
     a.domain_id = r.nvtx.domain ? w_.intern(static_cast<const char*>(r.nvtx.domain)) : 0;
@@ -121,6 +122,11 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
       trace::MarkRec m{};
       m.ts = ts, m.tid = tid, m.name_id = a.name_id, m.domain_id = a.domain_id, m.category = a.category;
       m.color = a.color, m.source = a.source;
+      if (a.payload_type) {  // directly before its mark (trace::PayloadRec)
+        trace::PayloadRec p{};
+        p.ts = ts, p.tid = tid, p.of = uint16_t(trace::RecType::Mark), p.type = a.payload_type, p.bits = a.payload;
+        w_.add(p, trace::RecType::Payload);
+      }
       w_.add(m, trace::RecType::Mark);
       break;
     }
@@ -131,6 +137,12 @@ void Collector::handle_annotation(const Drained& d, int64_t ts) {
       break;
     }
     case RawKind::CategoryName: {  // Meta "nvtx_category/<id>/<domain>" (docs/FORMAT.md)
+      // sub != 0: a CUDA resource's name (NvtxResource), Meta "nvtx_name/<kind>/<handle>".
+      if (r.sub) {
+        std::string key = resource_meta_key(NvtxResource(r.sub), r.nvtx.id);
+        if (!key.empty()) w_.meta(key, r.flags & kRawNameSlot ? d.name.c_str() : r.nvtx.name ? r.nvtx.name : "");
+        break;
+      }
       const char* dom = r.nvtx.domain ? static_cast<const char*>(r.nvtx.domain) : "";
       const char* text = r.flags & kRawNameSlot ? d.name.c_str() : r.nvtx.name ? r.nvtx.name : "";
       w_.meta(category_meta_key(uint32_t(r.nvtx.id), dom), text);

@@ -4,10 +4,15 @@
 // The same records are produced by cutrace's own C API (cutrace_api.h), used by the Python module.
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCuda.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
+#include <nvtx3/nvToolsExtSync.h>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include "collector/nvtx_meta.h"
 #include "nvtx_bridge/cutrace_api.h"
 #include "runtime/config.h"
 #include "runtime/thread_state.h"
@@ -98,16 +103,27 @@ struct WideText {
   }
 };
 
+// An event attribute's scalar payload: type 0 for none (or a type this version does not know).
+struct Payload {
+  uint8_t type = 0;
+  uint64_t bits = 0;  // as trace::PayloadRec::bits
+};
+
 // One annotation record. Returns whether it was recorded. `force` records even outside a capture
-// window (the pop of a range whose push was recorded).
-bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color, RangeSource source,
-          bool force = false) {
+// window (the pop of a range whose push was recorded). `sub`: a CategoryName's NvtxResource when
+// it names a CUDA resource instead of a category. kPayload false (emit()): no payload, and the
+// code is that of a record without one (no test, no extra bytes); true: `pl` is recorded.
+template <bool kPayload>
+__attribute__((always_inline)) inline bool emit_note(RawKind kind, Name nm, uint64_t id, const void* domain,
+                                                     uint32_t category, uint32_t color, RangeSource source, bool force,
+                                                     Payload pl, uint8_t sub) {
   if ((!force && !capture_on()) || t_in_shim) return false;
   ThreadState* ts = thread_state();
   if (!ts || !enter_record(ts, kind, force)) return false;
   const bool copy = nm.flags & kRawNameSlot;
   const bool end = kind == RawKind::RangePop || kind == RawKind::RangeEnd;
-  uint8_t* p = ts->reserve(end ? 33 : copy ? kNoteFixedBytes + nm.len : kNoteFixedBytes + 6);
+  uint8_t* p = ts->reserve(
+      end ? 33 : (copy ? kNoteFixedBytes + nm.len : kNoteFixedBytes + 6) + (kPayload ? kNotePayloadBytes : 0));
   if (!p) {
     ts->count_lost(kind);
     leave_record(ts);
@@ -115,9 +131,10 @@ bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t categ
   }
   RawRecord r;
   r.kind = kind;
-  r.sub = 0;
+  r.sub = sub;
   r.api = 0;
-  r.flags = nm.flags;
+  r.flags = kPayload ? uint16_t(nm.flags | kRawPayload) : uint16_t(nm.flags & ~kRawPayload);
+  if (kPayload) r.nvtx.payload_type = pl.type, r.nvtx.payload = pl.bits;
   r.nvtx.name = copy ? nullptr : nm.s;
   r.nvtx.id = id, r.nvtx.domain = domain, r.nvtx.category = category, r.nvtx.color = color;
   r.nvtx.source = uint8_t(source);
@@ -125,6 +142,20 @@ bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t categ
   ts->commit(pack_note(r, nm.s, nm.len, p));
   leave_record(ts);
   return true;
+}
+bool emit(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color, RangeSource source,
+          bool force = false) {
+  return emit_note<false>(kind, nm, id, domain, category, color, source, force, {}, 0);
+}
+bool emit_payload(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
+                  RangeSource source, Payload pl) {
+  return emit_note<true>(kind, nm, id, domain, category, color, source, false, pl, 0);
+}
+// Records the payload when there is one (an event attribute's), else exactly as emit().
+bool emit_maybe_payload(RawKind kind, Name nm, uint64_t id, const void* domain, uint32_t category, uint32_t color,
+                        RangeSource source, Payload pl) {
+  return pl.type ? emit_payload(kind, nm, id, domain, category, color, source, pl)
+                 : emit(kind, nm, id, domain, category, color, source);
 }
 
 // An event attribute's message other than a UNICODE one.
@@ -138,16 +169,40 @@ Name message(const nvtxEventAttributes_t* a) {
 uint32_t color(const nvtxEventAttributes_t* a) { return a && a->colorType == NVTX_COLOR_ARGB ? a->color : 0; }
 uint32_t category(const nvtxEventAttributes_t* a) { return a ? a->category : 0; }
 bool is_unicode(const nvtxEventAttributes_t* a) { return a && a->messageType == NVTX_MESSAGE_TYPE_UNICODE; }
+Payload payload(const nvtxEventAttributes_t* a) {
+  if (!a) return {};
+  const auto& v = a->payload;
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: return {uint8_t(trace::PayloadType::U64), v.ullValue};
+    case NVTX_PAYLOAD_TYPE_INT64: return {uint8_t(trace::PayloadType::I64), uint64_t(v.llValue)};
+    case NVTX_PAYLOAD_TYPE_DOUBLE: {
+      uint64_t b;
+      memcpy(&b, &v.dValue, sizeof b);
+      return {uint8_t(trace::PayloadType::F64), b};
+    }
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return {uint8_t(trace::PayloadType::U32), v.uiValue};
+    case NVTX_PAYLOAD_TYPE_INT32: return {uint8_t(trace::PayloadType::I32), uint64_t(int64_t(v.iValue))};
+    case NVTX_PAYLOAD_TYPE_FLOAT: {
+      uint32_t b;
+      memcpy(&b, &v.fValue, sizeof b);
+      return {uint8_t(trace::PayloadType::F32), b};
+    }
+    default: return {};
+  }
+}
 
 // Push/pop nest per (thread, domain). A push record carries its level in `id`, a pop the level it
 // ends: the collector pairs them by level (a pop whose push was not captured closes nothing).
-int push(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
+// kPayload: the range has a payload `pl` (push<false>: the code of a push without one).
+template <bool kPayload = false>
+int push(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src, Payload pl = {}) {
   ThreadState* ts = t_in_shim ? nullptr : thread_state();
   NvtxLevels* l = ts ? ts->nvtx.find(domain) : nullptr;
   const int depth = l ? l->depth : 0;
   // May open a capture window (CUTRACE_CAPTURE_RANGE=nvtx); a converted wide name is NUL-terminated.
   capture_nvtx_push(nm.s, domain, l ? depth : -1);
-  bool recorded = emit(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src);
+  bool recorded = kPayload ? emit_payload(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src, pl)
+                           : emit(RawKind::RangePush, nm, uint64_t(depth), domain, cat, col, src);
   if (!l) return depth;
   l->set(depth, recorded);  // false (no memory): the pop is not recorded, the range stays open
   l->depth = depth + 1;
@@ -162,9 +217,11 @@ int pop(const void* domain, RangeSource src) {
   capture_nvtx_pop(domain, depth);  // may close the window
   return depth;
 }
-uint64_t start(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src) {
+template <bool kPayload = false>
+uint64_t start(Name nm, const void* domain, uint32_t cat, uint32_t col, RangeSource src, Payload pl = {}) {
   uint64_t id = g_range_ids.fetch_add(1, std::memory_order_relaxed);
-  emit(RawKind::RangeStart, nm, id, domain, cat, col, src);
+  if (kPayload) emit_payload(RawKind::RangeStart, nm, id, domain, cat, col, src, pl);
+  else emit(RawKind::RangeStart, nm, id, domain, cat, col, src);
   return id;
 }
 void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, {}, id, nullptr, 0, 0, src); }
@@ -173,28 +230,37 @@ void end(uint64_t id, RangeSource src) { emit(RawKind::RangeEnd, {}, id, nullptr
 // A UNICODE message needs a conversion buffer: those calls take the out-of-line wide path.
 __attribute__((noinline)) void mark_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  emit(RawKind::Mark, w.name(a->message.unicode), 0, d, category(a), color(a), RangeSource::Nvtx);
+  emit_maybe_payload(RawKind::Mark, w.name(a->message.unicode), 0, d, category(a), color(a), RangeSource::Nvtx,
+                     payload(a));
 }
 __attribute__((noinline)) uint64_t start_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  return start(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
+  const Payload pl = payload(a);
+  return pl.type ? start<true>(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : start(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
 }
 __attribute__((noinline)) int push_wide(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   WideText w;
-  return push(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
+  const Payload pl = payload(a);
+  return pl.type ? push<true>(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : push(w.name(a->message.unicode), d, category(a), color(a), RangeSource::Nvtx);
 }
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return mark_wide(d, a);
-  emit(RawKind::Mark, message(a), 0, d, category(a), color(a), RangeSource::Nvtx);
+  emit_maybe_payload(RawKind::Mark, message(a), 0, d, category(a), color(a), RangeSource::Nvtx, payload(a));
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return start_wide(d, a);
-  return start(message(a), d, category(a), color(a), RangeSource::Nvtx);
+  const Payload pl = payload(a);
+  return pl.type ? start<true>(message(a), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : start(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id, RangeSource::Nvtx); }
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (is_unicode(a)) return push_wide(d, a);
-  return push(message(a), d, category(a), color(a), RangeSource::Nvtx);
+  const Payload pl = payload(a);
+  return pl.type ? push<true>(message(a), d, category(a), color(a), RangeSource::Nvtx, pl)
+                 : push(message(a), d, category(a), color(a), RangeSource::Nvtx);
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop(d, RangeSource::Nvtx); }
 // Names (categories, threads) hold for the whole trace: recorded outside capture windows too.
@@ -252,6 +318,88 @@ void NVTX_API NameOsThreadW(uint32_t tid, const wchar_t* name) {
   emit(RawKind::ThreadName, w.name(name), tid, nullptr, 0, 0, RangeSource::Nvtx, /*force=*/true);
 }
 
+// ---- Sync-user objects (module SYNC) and nvtxDomainResourceCreate ----
+// Each event becomes a mark in the object's domain named "<name>: <event>" (a resource's also
+// carries its identifier as a u64 payload). Handles point to stable structs made at creation
+// (rare: allocation is fine there) holding every mark name; they are never freed, as names
+// handed out are not.
+enum SyncEvent {
+  kSyncAcquireStart,
+  kSyncAcquireFailed,
+  kSyncAcquireSuccess,
+  kSyncReleasing,
+  kSyncDestroyed,
+  kSyncEvents
+};
+const char* const kSyncEventNames[kSyncEvents] = {"acquire start", "acquire failed", "acquire success", "releasing",
+                                                  "destroyed"};
+struct SyncUser {
+  const void* domain;
+  const char* names[kSyncEvents];
+};
+struct Resource {
+  const void* domain;
+  const char* created;
+  const char* destroyed;
+  uint64_t id;
+};
+// The UTF-8 text of a message (registration only).
+std::string message_text(int32_t type, const nvtxMessageValue_t& m) {
+  if (type == NVTX_MESSAGE_TYPE_ASCII) return m.ascii ? m.ascii : "";
+  if (type == NVTX_MESSAGE_TYPE_UNICODE) return utf8(m.unicode);
+  if (type == NVTX_MESSAGE_TYPE_REGISTERED && m.registered) return reinterpret_cast<const char*>(m.registered);
+  return "";
+}
+nvtxSyncUser_t NVTX_API SyncUserCreate(nvtxDomainHandle_t d, const nvtxSyncUserAttributes_t* a) {
+  std::string name = a ? message_text(a->messageType, a->message) : "";
+  auto* u = new SyncUser{d, {}};
+  for (int e = 0; e < kSyncEvents; ++e) u->names[e] = stable_copy((name + ": " + kSyncEventNames[e]).c_str());
+  return reinterpret_cast<nvtxSyncUser_t>(u);
+}
+void sync_event(nvtxSyncUser_t h, SyncEvent e) {
+  auto* u = reinterpret_cast<SyncUser*>(h);
+  if (u) emit(RawKind::Mark, stable_name(u->names[e]), 0, u->domain, 0, 0, RangeSource::Nvtx);
+}
+void NVTX_API SyncUserDestroy(nvtxSyncUser_t h) { sync_event(h, kSyncDestroyed); }
+void NVTX_API SyncUserAcquireStart(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireStart); }
+void NVTX_API SyncUserAcquireFailed(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireFailed); }
+void NVTX_API SyncUserAcquireSuccess(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireSuccess); }
+void NVTX_API SyncUserReleasing(nvtxSyncUser_t h) { sync_event(h, kSyncReleasing); }
+nvtxResourceHandle_t NVTX_API DomainResourceCreate(nvtxDomainHandle_t d, nvtxResourceAttributes_t* a) {
+  std::string name = a ? message_text(a->messageType, a->message) : "";
+  auto* r = new Resource{d, stable_copy((name + ": resource created").c_str()),
+                         stable_copy((name + ": resource destroyed").c_str()), a ? a->identifier.ullValue : 0};
+  emit_payload(RawKind::Mark, stable_name(r->created), 0, d, 0, 0, RangeSource::Nvtx,
+               {uint8_t(trace::PayloadType::U64), r->id});
+  return reinterpret_cast<nvtxResourceHandle_t>(r);
+}
+void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t h) {
+  auto* r = reinterpret_cast<Resource*>(h);
+  if (r)
+    emit_payload(RawKind::Mark, stable_name(r->destroyed), 0, r->domain, 0, 0, RangeSource::Nvtx,
+                 {uint8_t(trace::PayloadType::U64), r->id});
+}
+
+// ---- CUDA resource names (modules CUDA and CUDART) ----
+// Names hold for the whole trace: recorded outside capture windows too. A CategoryName record
+// with the resource's kind in `sub` and the handle (a device: its ordinal) in `id`.
+template <class H>
+uint64_t handle_bits(H h) {
+  if constexpr (std::is_pointer_v<H>) return reinterpret_cast<uintptr_t>(h);
+  else return uint64_t(uint32_t(h));
+}
+template <NvtxResource K, class H>
+void NVTX_API name_a(H h, const char* name) {
+  emit_note<false>(RawKind::CategoryName, copied_name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {},
+                   uint8_t(K));
+}
+template <NvtxResource K, class H>
+void NVTX_API name_w(H h, const wchar_t* name) {
+  WideText w;
+  emit_note<false>(RawKind::CategoryName, w.name(name), handle_bits(h), nullptr, 0, 0, RangeSource::Nvtx, true, {},
+                   uint8_t(K));
+}
+
 template <class F>
 void set(NvtxFunctionTable table, unsigned size, unsigned id, F fn) {
   if (table && id < size && table[id]) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
@@ -299,6 +447,35 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     set(t, n, NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
     set(t, n, NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
     set(t, n, NVTX_CBID_CORE2_Initialize, Initialize);
+    set(t, n, NVTX_CBID_CORE2_DomainResourceCreate, DomainResourceCreate);
+    set(t, n, NVTX_CBID_CORE2_DomainResourceDestroy, DomainResourceDestroy);
+  }
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_SYNC, &t, &n)) {
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserCreate, SyncUserCreate);
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserDestroy, SyncUserDestroy);
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserAcquireStart, SyncUserAcquireStart);
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserAcquireFailed, SyncUserAcquireFailed);
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserAcquireSuccess, SyncUserAcquireSuccess);
+    set(t, n, NVTX_CBID_SYNC_DomainSyncUserReleasing, SyncUserReleasing);
+  }
+  using R = NvtxResource;
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CUDA, &t, &n)) {
+    set(t, n, NVTX_CBID_CUDA_NameCuDeviceA, name_a<R::Device, CUdevice>);
+    set(t, n, NVTX_CBID_CUDA_NameCuDeviceW, name_w<R::Device, CUdevice>);
+    set(t, n, NVTX_CBID_CUDA_NameCuContextA, name_a<R::Context, CUcontext>);
+    set(t, n, NVTX_CBID_CUDA_NameCuContextW, name_w<R::Context, CUcontext>);
+    set(t, n, NVTX_CBID_CUDA_NameCuStreamA, name_a<R::Stream, CUstream>);
+    set(t, n, NVTX_CBID_CUDA_NameCuStreamW, name_w<R::Stream, CUstream>);
+    set(t, n, NVTX_CBID_CUDA_NameCuEventA, name_a<R::Event, CUevent>);
+    set(t, n, NVTX_CBID_CUDA_NameCuEventW, name_w<R::Event, CUevent>);
+  }
+  if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CUDART, &t, &n)) {  // cudaStream_t is CUstream, ...
+    set(t, n, NVTX_CBID_CUDART_NameCudaDeviceA, name_a<R::Device, int>);
+    set(t, n, NVTX_CBID_CUDART_NameCudaDeviceW, name_w<R::Device, int>);
+    set(t, n, NVTX_CBID_CUDART_NameCudaStreamA, name_a<R::Stream, cudaStream_t>);
+    set(t, n, NVTX_CBID_CUDART_NameCudaStreamW, name_w<R::Stream, cudaStream_t>);
+    set(t, n, NVTX_CBID_CUDART_NameCudaEventA, name_a<R::Event, cudaEvent_t>);
+    set(t, n, NVTX_CBID_CUDART_NameCudaEventW, name_w<R::Event, cudaEvent_t>);
   }
   return 1;
 }

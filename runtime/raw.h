@@ -38,6 +38,7 @@ enum RawFlags : uint16_t {
   kRawStackSlot = 1 << 6,   // the call stack is in the thread's stack ring (next slot)
   kRawNotSampled = 1 << 7,  // GPU work issued between GPU-timing sample windows: not timed
   kRawNameCut = 1 << 8,     // the copied name was longer than kMaxInlineName: cut on a UTF-8 boundary
+  kRawPayload = 1 << 9,     // annotation: nvtx.payload_type and nvtx.payload are set (packed: they follow)
 };
 
 struct RawRecord {
@@ -85,6 +86,8 @@ struct RawRecord {
       const void* domain;
       uint32_t category, color;
       uint8_t source;
+      uint8_t payload_type;  // trace::PayloadType, with kRawPayload
+      uint64_t payload;      // its bits as trace::PayloadRec::bits
     } nvtx;
   };
 };

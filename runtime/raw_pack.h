@@ -43,6 +43,7 @@ inline constexpr uint16_t kPkMask = 0xF000;
 inline constexpr uint32_t kMaxCallBytes = 96;             // the largest packed call record
 inline constexpr uint32_t kMaxInlineName = 16384;         // copied names longer than this are cut
 inline constexpr uint32_t kNoteFixedBytes = 16 + 25 + 2;  // head, t0, named-note fields, name length
+inline constexpr uint32_t kNotePayloadBytes = 9;          // payload type and bits (kRawPayload)
 
 namespace pk {
 template <class T>
@@ -117,7 +118,8 @@ inline uint32_t inline_name_len(const char* s, size_t n) {
 }
 
 // Annotation records (range push/start/pop/end, mark, thread name), window edges and context
-// changes. A copied name (kRawNameSlot) follows the fixed fields; otherwise its stable pointer.
+// changes. A copied name (kRawNameSlot) follows the fixed fields; otherwise its stable pointer;
+// then, with kRawPayload, the payload (kNotePayloadBytes).
 // `name_len`: the stored length of a copied name (inline_name_len). Returns the size.
 inline uint32_t pack_note(const RawRecord& r, const char* name, uint32_t name_len, uint8_t* out) {
   using namespace pk;
@@ -138,6 +140,7 @@ inline uint32_t pack_note(const RawRecord& r, const char* name, uint32_t name_le
       } else {
         p = put(p, u64(r.nvtx.name));
       }
+      if (r.flags & kRawPayload) p = put(p, r.nvtx.payload_type), p = put(p, r.nvtx.payload);
       break;
   }
   PackedHead h{uint8_t(r.kind), r.sub, r.flags, r.api, uint16_t(p - out)};
@@ -173,10 +176,12 @@ inline void unpack(const uint8_t* p, RawRecord* r, std::string* name) {
           uint16_t n;
           q = get(q, &n);
           name->assign(reinterpret_cast<const char*>(q), n);
+          q += n;
         } else {
-          get(q, &v);
+          q = get(q, &v);
           r->nvtx.name = reinterpret_cast<const char*>(v);
         }
+        if (h.flags & kRawPayload) q = get(q, &r->nvtx.payload_type), get(q, &r->nvtx.payload);
         break;
       }
     }

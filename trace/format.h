@@ -81,6 +81,7 @@ enum class RecType : uint16_t {
   Module = 40,   // a loaded ELF object that backtrace frames point into
   Stack = 41,    // an interned call stack: frames as (module, offset)
   OpStack = 42,  // links an operation (by corr) to the call stack that issued it
+  Payload = 43,  // an NVTX event's scalar payload; directly precedes its Range or Mark record
 };
 
 struct RecHeader {
@@ -377,6 +378,25 @@ struct MarkRec {
   uint8_t pad[3];
 };
 static_assert(sizeof(MarkRec) == 4 + 8 + 4 * 5 + 4);
+
+// NVTX scalar payload types: the values of nvtxPayloadType_t.
+enum class PayloadType : uint8_t { U64 = 1, I64 = 2, F64 = 3, U32 = 4, I32 = 5, F32 = 6 };
+inline constexpr uint8_t kPayloadTypeMax = 6;
+
+// The payload of the Range or Mark record that directly follows it (same tid; a Range: id =
+// target, a Mark: ts). `bits`: U64/I64/F64 the value's 64 bits; U32 zero- and I32 sign-extended
+// to 64; F32 the float's 32 bits, zero-extended.
+struct PayloadRec {
+  RecHeader h;
+  uint64_t target;  // RangeRec::id; 0 for a mark
+  int64_t ts;       // RangeRec::cpu_begin or MarkRec::ts
+  uint32_t tid;
+  uint16_t of;   // RecType of the event: Range or Mark
+  uint8_t type;  // PayloadType
+  uint8_t pad;
+  uint64_t bits;
+};
+static_assert(sizeof(PayloadRec) == 36);
 
 // Per-core utilisation; followed by `ncores` uint16 values in hundredths of a percent.
 struct CpuSampleRec {

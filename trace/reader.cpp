@@ -454,6 +454,7 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Module, "Module"},
     {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
+    {trace::RecType::Payload, "Payload"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

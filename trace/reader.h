@@ -219,12 +219,38 @@ struct MinSizes {
     set_min<trace::ModuleRec>(v, T::Module);
     set_min<trace::StackRec>(v, T::Stack);
     set_min<trace::OpStackRec>(v, T::OpStack);
+    set_min<trace::PayloadRec>(v, T::Payload);
   }
 };
 inline constexpr MinSizes kMinSizes;
 // Types the reader itself keeps track of: String..Stream, ClockSync, Dropped, End, Loss.
 inline constexpr uint64_t kAbsorbMask = 0x7Eull | (1ull << 30) | (1ull << 31) | (1ull << 33) | (1ull << 35);
 }  // namespace detail
+
+// Joins Payload records to the Range or Mark record each precedes. Call see() with every record
+// the visitor receives, before handling it; range()/mark() then give the current record's
+// payload, or nullptr (none, or its Payload record was in a lost block).
+class PayloadJoin {
+ public:
+  void see(const Record& rec) {
+    if (rec.type() == trace::RecType::Payload && rec.size() >= sizeof(trace::PayloadRec)) {
+      p_ = rec.as<trace::PayloadRec>(), state_ = 1;
+    } else {
+      state_ = state_ == 1 ? 2 : 0;  // 2: the record just before this one was a Payload
+    }
+  }
+  const trace::PayloadRec* range(const trace::RangeRec& g) const {
+    return state_ == 2 && p_.of == uint16_t(trace::RecType::Range) && p_.target == g.id && p_.tid == g.tid ? &p_
+                                                                                                           : nullptr;
+  }
+  const trace::PayloadRec* mark(const trace::MarkRec& m) const {
+    return state_ == 2 && p_.of == uint16_t(trace::RecType::Mark) && p_.ts == m.ts && p_.tid == m.tid ? &p_ : nullptr;
+  }
+
+ private:
+  trace::PayloadRec p_{};
+  int state_ = 0;
+};
 
 // The smallest valid size of a record of `type` (sizeof its struct; 4 for unknown types).
 constexpr uint16_t min_record_size(uint16_t type) {

@@ -76,7 +76,11 @@ bool TraceWriter::start() {
 }
 
 uint32_t TraceWriter::intern(std::string_view s) {
-  s = s.substr(0, trace::kMaxStringBytes);
+  if (s.size() > trace::kMaxStringBytes) {  // cut before a UTF-8 continuation byte: no character split
+    size_t n = trace::kMaxStringBytes;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    s = s.substr(0, n);
+  }
   auto it = string_ids_.find(s);
   if (it != string_ids_.end()) return it->second;
 

@@ -2,11 +2,12 @@
 with the others). test/e2e/nvtx_spec.cpp drives the entry points a tool receives; it runs once
 under the oracle injection of test/nvtx_oracle (which keeps exactly what it received, paired per
 thread and domain) and once under `cutrace record`, and every range, mark and thread name must
-match: name, domain, kind, depth, colour, category, open or closed, and the duration. Also the
+match: name, domain, kind, depth, colour, category, payload, open or closed, and the duration. Also the
 ranges, marks and thread names of test/e2e/nvtx_app.cpp through NVTX_INJECTION64_PATH."""
 import json
 import os
 import re
+import struct
 import subprocess
 
 from harness import dump_fields, dump_kernels, ranges_by_name, tail, test, traces
@@ -17,7 +18,8 @@ def unhex(s):
 
 
 def oracle_run(s, c, prog):
-    """The oracle's records of one run of prog: (ranges, marks, thread names, category names)."""
+    """The oracle's records of one run of prog: (ranges, marks, thread names, category names,
+    CUDA resource names as (kind, handle, name))."""
     d = s.tmpdir("nvtx_oracle")
     log = os.path.join(d, "oracle.jsonl")
     env = {"NVTX_INJECTION64_PATH": os.path.join(s.build, "test", "libnvtx_oracle.so"), "NVTX_ORACLE_LOG": log}
@@ -25,10 +27,12 @@ def oracle_run(s, c, prog):
     c.require(p.returncode == 0 and os.path.exists(log), f"oracle run exited {p.returncode}: {p.stderr[-300:]!r}")
     recs = [json.loads(line) for line in open(log)]
     ranges = [{**r, "name": unhex(r["name"]), "domain": unhex(r["domain"])} for r in recs if r["type"] == "range"]
-    marks = [(unhex(r["name"]), unhex(r["domain"]), r["category"], r["color"]) for r in recs if r["type"] == "mark"]
+    marks = [(unhex(r["name"]), unhex(r["domain"]), r["category"], r["color"], r["payload"])
+             for r in recs if r["type"] == "mark"]
     threads = sorted(unhex(r["name"]) for r in recs if r["type"] == "thread")
     cats = sorted((unhex(r["domain"]), r["id"], unhex(r["name"])) for r in recs if r["type"] == "category")
-    return ranges, marks, threads, cats
+    res = sorted((r["kind"], r["handle"], unhex(r["name"])) for r in recs if r["type"] == "resource")
+    return ranges, marks, threads, cats, res
 
 
 def dump_raw_lines(s, c, trace, rec_type):
@@ -40,6 +44,7 @@ def dump_raw_lines(s, c, trace, rec_type):
 
 STR = r'#\d+ "((?:[^"\\]|\\.)*)"'
 CAT = r'category=(\d+)(?: "((?:[^"\\]|\\.)*)")?'  # the id, and its name when the trace has one
+PAYLOAD = r"(?:.*? payload=(\S+))?"  # TYPE:VALUE at the line's end, when the event has a payload
 
 
 def unquote(q):
@@ -58,7 +63,7 @@ def unquote(q):
 
 def cutrace_ranges(s, c, trace):
     pat = re.compile(r"kind=(\w+)( open)? source=\w+ tid=(\d+) end_tid=\d+ depth=(\d+) name=" + STR +
-                     r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+) cpu=\[(-?\d+)\.\.(-?\d+)\]")
+                     r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+) cpu=\[(-?\d+)\.\.(-?\d+)\]" + PAYLOAD)
     out = []
     for ln in dump_raw_lines(s, c, trace, "Range"):
         m = pat.search(ln)
@@ -66,17 +71,17 @@ def cutrace_ranges(s, c, trace):
         out.append({"kind": m.group(1), "open": bool(m.group(2)), "tid": int(m.group(3)), "depth": int(m.group(4)),
                     "name": unquote(m.group(5)), "domain": unquote(m.group(6)), "category": int(m.group(7)),
                     "category_name": unquote(m.group(8)), "color": int(m.group(9), 16),
-                    "dur_ns": int(m.group(11)) - int(m.group(10))})
+                    "dur_ns": int(m.group(11)) - int(m.group(10)), "payload": m.group(12) or ""})
     return out
 
 
 def cutrace_marks(s, c, trace):
-    pat = re.compile(r"name=" + STR + r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+)")
+    pat = re.compile(r"name=" + STR + r" domain=" + STR + " " + CAT + r" color=(0x[0-9a-f]+)" + PAYLOAD)
     out = []
     for ln in dump_raw_lines(s, c, trace, "Mark"):
         m = pat.search(ln)
         c.require(m is not None, f"unparsed Mark line {ln[:200]!r}")
-        out.append((unquote(m.group(1)), unquote(m.group(2)), int(m.group(3)), int(m.group(5), 16)))
+        out.append((unquote(m.group(1)), unquote(m.group(2)), int(m.group(3)), int(m.group(5), 16), m.group(6) or ""))
     return out
 
 
@@ -99,7 +104,7 @@ def compare_ranges(c, want, got, cut_at):
         if key(w) != key(g):
             continue
         what = f"range {w['name'][:40]!r} ({w['domain'] or 'default'})"
-        for f in ("depth", "category", "color", "open"):
+        for f in ("depth", "category", "color", "open", "payload"):
             c.equal(f"{what} {f}", g[f], w[f])
         if not w["open"]:
             slack = 0.3 * w["dur_ns"] + 3_000_000
@@ -112,15 +117,19 @@ def nvtx_spec_matches_the_oracle(s, c):
     """nvtx_spec under the oracle and under `cutrace record`: the same ranges (A and W entry
     points, 3 domains interleaved 200 deep, push A / push B in another domain / pop A / pop B,
     a pop on an empty domain, the NVTX3 C++ API, a thread without CUDA, NULL/empty/100 KB/invalid
-    UTF-8 names, ranges open at exit), the same marks and thread names."""
+    UTF-8 names, ranges open at exit, payloads of every type), the same marks (with payloads,
+    sync-user and resource events among them) and thread names."""
     prog = s.prog("nvtx_spec")
-    want, want_marks, want_threads, want_cats = oracle_run(s, c, prog)
+    want, want_marks, want_threads, want_cats, _ = oracle_run(s, c, prog)
     c.require(len(want) > 200, f"the oracle saw {len(want)} ranges")
     d = s.tmpdir("nvtx_spec")
     p = s.record(c, d, [prog])
     c.expect("nvtx_spec: OK" in p.stdout, f"nvtx_spec printed {tail(p.stdout)!r}")
     trace = os.path.join(d, traces(d)[0])
     got = cutrace_ranges(s, c, trace)
+    # Payloads of all six types reach the oracle (the comparison below is not vacuous).
+    c.require({r["payload"].split(":")[0] for r in want if r["payload"]} == {"u64", "i64", "f64", "u32", "i32", "f32"},
+              f"oracle payloads {sorted({r['payload'] for r in want if r['payload']})}")
     compare_ranges(c, want, got, 16384)
     # Category names: every range of a named category shows the name the oracle received.
     names = {(d, i): n for d, i, n in want_cats}
@@ -135,6 +144,9 @@ def nvtx_spec_matches_the_oracle(s, c):
         data = open(out, "rb").read()
         for want_bytes in (b"second_cat", b"cat_two_\xe4\xba\x8c", b"#ff112233"):
             c.expect(want_bytes in data, f"{fmt_} export lacks {want_bytes!r}")
+    # Sync-user objects and resources arrive as marks "<name>: <event>".
+    objs = sorted(m[0] for m in want_marks if m[0].startswith(("queue_lock: ", "staging_buffer: ")))
+    c.require(len(objs) == 8, f"the oracle's sync-user and resource marks: {objs}")
     norm = lambda m: (m[0][:64], *m[1:])  # noqa: E731
     c.equal("marks", sorted(map(norm, cutrace_marks(s, c, trace))), sorted(map(norm, want_marks)))
     # The summary keeps a mark's domain.
@@ -143,6 +155,117 @@ def nvtx_spec_matches_the_oracle(s, c):
         c.equal(f"summary marks[{name!r}]", marks.get(name), n)
     got_threads = sorted(t.get("name", "") for t in dump_fields(s, c, trace, "Thread") if t.get("name"))
     c.expect(set(want_threads) <= set(got_threads), f"thread names {got_threads}, the oracle's {want_threads}")
+
+
+# nvtx_spec's payloads: name -> (type, value) as NVTX received them.
+PAYLOADS = {"pl_u64": ("u64", 2**64 - 1), "pl_i64": ("i64", -2**63), "pl_f64": ("f64", 0.1),
+            "pl_u32": ("u32", 2**32 - 1), "pl_i32": ("i32", -2**31),
+            "pl_f32": ("f32", struct.unpack("f", struct.pack("f", 3.14159274))[0]),
+            "plm_u64": ("u64", 2**63 + 5), "plm_i64": ("i64", -1), "plm_f64": ("f64", -1.5e-300),
+            "plm_u32": ("u32", 7), "plm_i32": ("i32", -7), "plm_f32": ("f32", struct.unpack("f", struct.pack("f", 1e-45))[0]),
+            "pl_wide_\u00e9": ("f64", -2.5)}
+SQL_COLUMNS = {"u64": "uint64Value", "i64": "int64Value", "f64": "doubleValue", "u32": "uint32Value",
+               "i32": "int32Value", "f32": "floatValue"}
+
+
+@test
+def nvtx_payloads_in_exports_and_report(s, c):
+    """nvtx_spec's payloads of every type, on ranges and marks: the Chrome export's args (`payload`,
+    `payload type`), SQLite's NVTX_EVENTS column of the type (the others NULL), the Perfetto
+    export's `payload` annotation, and the report's event details; an unknown type has none."""
+    import sqlite3
+    d = s.tmpdir("nvtx_payload")
+    s.record(c, d, [s.prog("nvtx_spec")])
+    trace = os.path.join(d, traces(d)[0])
+    out = os.path.join(d, "t.json")
+    p = s.run([s.cutrace, "export", "--format", "chrome", "-o", out, trace])
+    c.require(p.returncode == 0, f"chrome export exited {p.returncode}: {p.stderr[-300:]!r}")
+    ev = json.load(open(out))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    args = {}
+    for e in ev:
+        if e.get("cat") == "user_annotation" and e.get("ph") in ("X", "b", "i") and e.get("name") in PAYLOADS:
+            args.setdefault(e["name"], e.get("args", {}))
+        if e.get("name") == "pl_unknown_type" and e.get("ph") == "X":
+            c.expect("payload" not in e.get("args", {}), f"pl_unknown_type has a payload: {e}")
+    for name, (typ, value) in PAYLOADS.items():
+        a = args.get(name, {})
+        got = a.get("payload")
+        if typ == "f32" and isinstance(got, float):  # 9 digits: the float it reads back as
+            got = struct.unpack("f", struct.pack("f", got))[0]
+        c.equal(f"chrome {name} payload", (a.get("payload type"), got), (typ, value))
+    db = os.path.join(d, "t.sqlite")
+    p = s.run([s.cutrace, "export", "--format", "sqlite", "-o", db, trace])
+    c.require(p.returncode == 0, f"sqlite export exited {p.returncode}: {p.stderr[-300:]!r}")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con.text_factory = lambda b: b.decode("utf-8", "surrogateescape")  # nvtx_spec has invalid UTF-8 names
+    try:
+        cols = list(SQL_COLUMNS.values())
+        rows = {r[0]: r[1:] for r in con.execute(f"SELECT text, {', '.join(cols)} FROM NVTX_EVENTS WHERE text IS NOT NULL")}
+    finally:
+        con.close()
+    for name, (typ, value) in PAYLOADS.items():
+        want = tuple((value - 2**64 if value >= 2**63 else value) if col == SQL_COLUMNS[typ] else None for col in cols)
+        c.equal(f"sqlite {name} payload columns", rows.get(name), want)
+    c.equal("sqlite pl_unknown_type payload columns", rows.get("pl_unknown_type"), (None,) * 6)
+    pf = os.path.join(d, "t.pftrace")
+    p = s.run([s.cutrace, "export", "--format", "perfetto", "-o", pf, trace])
+    c.require(p.returncode == 0, f"perfetto export exited {p.returncode}: {p.stderr[-300:]!r}")
+    c.expect(b"payload" in open(pf, "rb").read(), "the Perfetto export has no payload annotation")
+    html = os.path.join(d, "r.html")
+    p = s.run([s.cutrace, "report", trace, "-o", html])
+    c.require(p.returncode == 0, f"`cutrace report` exited {p.returncode}: {tail(p.stderr)}")
+    page = open(html, encoding="utf-8").read()
+    for detail in ("payload u64:18446744073709551615", "payload f32:3.14159274", "mark  payload i64:-1"):
+        c.expect(detail in page, f"the report's event details lack {detail!r}")
+
+
+@test
+def nvtx_cuda_resource_names(s, c):
+    """nvtx_spec names two streams, two devices, its context and two events through NVTX's CUDA
+    driver and runtime calls (A and W): the trace keeps every name the oracle received (Meta
+    nvtx_name/<kind>/<handle>, a stream's handle that of its Stream record), and the Chrome and
+    Perfetto exports and the report name each stream "stream N (name)"."""
+    prog = s.prog("nvtx_spec")
+    want = oracle_run(s, c, prog)[4]
+    c.require(len(want) == 7, f"the oracle received {want}")
+    d = s.tmpdir("nvtx_resources")
+    s.record(c, d, [prog])
+    trace = os.path.join(d, traces(d)[0])
+    got = []
+    for f in dump_fields(s, c, trace, "Meta"):
+        key, value = unquote(f.get("key", "")), unquote(f.get("value", ""))
+        if key.startswith("nvtx_name/"):
+            _, kind, handle = key.split("/", 2)
+            got.append((kind, handle, value))
+    # Handles differ between the two runs but for devices (ordinals): compare kinds and names.
+    c.equal("resource names (kind, name)", sorted((k, n) for k, _, n in got), sorted((k, n) for k, _, n in want))
+    c.equal("device names", sorted(r for r in got if r[0] == "device"), sorted(r for r in want if r[0] == "device"))
+    sids = {f["handle"]: int(f["stream"]) for f in dump_fields(s, c, trace, "Stream")}
+    labels = []
+    for kind, handle, name in got:
+        if kind == "stream":
+            c.expect(handle in sids, f"stream {name!r}: handle {handle} is no Stream record's ({sorted(sids)})")
+            labels.append(f"stream {sids.get(handle)} ({name})")
+    c.require(len(labels) == 2, f"named streams {labels}")
+    out = os.path.join(d, "t.json")
+    p = s.run([s.cutrace, "export", "--format", "chrome", "-o", out, trace])
+    c.require(p.returncode == 0, f"chrome export exited {p.returncode}: {p.stderr[-300:]!r}")
+    ev = json.load(open(out))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    names = {e.get("args", {}).get("name") for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    pf = os.path.join(d, "t.pftrace")
+    p = s.run([s.cutrace, "export", "--format", "perfetto", "-o", pf, trace])
+    c.require(p.returncode == 0, f"perfetto export exited {p.returncode}: {p.stderr[-300:]!r}")
+    pf_bytes = open(pf, "rb").read()
+    html = os.path.join(d, "r.html")
+    p = s.run([s.cutrace, "report", trace, "-o", html])
+    c.require(p.returncode == 0, f"`cutrace report` exited {p.returncode}: {tail(p.stderr)}")
+    page = open(html, encoding="utf-8").read()
+    for label in labels:
+        c.expect(label in names, f"the Chrome export has no track {label!r}: {sorted(n for n in names if n)}")
+        c.expect(label.encode() in pf_bytes, f"the Perfetto export has no track {label!r}")
+        c.expect(json.dumps(label)[1:-1] in page or label in page, f"the report has no track {label!r}")
 
 
 @test

@@ -8,13 +8,23 @@
 //     while the default domain has a range open;
 //   - ranges nested 200 deep, round-robin over 3 domains, popped domain by domain;
 //   - the NVTX3 C++ API: scoped_range_in, registered_string_in, named_category_in, rgb, payload;
+//   - payloads of every scalar type (extremes; 32-bit ones over a union holding other bits) on
+//     push/pop, start/end, domain ranges and marks, and one of an unknown type (no payload);
 //   - a thread that never uses CUDA; NULL and empty names, a 100 KB name, invalid UTF-8;
+//   - CUDA resource names, driver and runtime API, A and W: streams (both launch work), a
+//     device, a context, events;
+//   - a sync-user object (create, acquire start/failed/success, releasing, destroy) and a
+//     resource (nvtxDomainResourceCreate/Destroy), named by ASCII and registered messages;
 //   - a push and a start left open at exit.
 // Every range name is unique (the checks match ranges by name); sleeps make the durations differ
 // by milliseconds where a wrong pairing would swap them.
+#include <nvtx3/nvToolsExtCuda.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
+#include <nvtx3/nvToolsExtSync.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <chrono>
+#include <cstring>
 #include <nvtx3/nvtx3.hpp>
 #include <string>
 #include <thread>
@@ -57,6 +67,22 @@ int main() {
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 
   nvtxNameOsThreadA(gettid_(), "spec_main");
+  // CUDA resource names: two streams that both get a kernel, a device, the context, two events.
+  CUstream s2;
+  CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  CUcontext ctx;
+  CHECK(cuCtxGetCurrent(&ctx));
+  CUevent ev1, ev2;
+  CHECK(cuEventCreate(&ev1, 0));
+  CHECK(cuEventCreate(&ev2, 0));
+  nvtxNameCuStreamA(s, "dataloader");
+  nvtxNameCudaStreamW(s2, L"copy_\u00e9");
+  nvtxNameCuDeviceA(0, "gpu_zero");
+  nvtxNameCudaDeviceW(1, L"gpu_one");
+  nvtxNameCuContextW(ctx, L"main_ctx");
+  nvtxNameCuEventA(ev1, "ev_a");
+  nvtxNameCudaEventW(ev2, L"ev_w");
+  CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s2, nullptr, nullptr));
   nvtxDomainHandle_t second = nvtxDomainCreateA("second");
   nvtxDomainHandle_t wide = nvtxDomainCreateW(L"wide_dom\u00e9");
   nvtxNameCategoryA(1, "cat_one");
@@ -123,6 +149,87 @@ int main() {
         else nvtxDomainRangePop(doms[d]);
         if (i % 40 == d) sleep_ms(1);
       }
+
+  // Payloads of every scalar type. The 32-bit ones are written over a union whose high bytes hold
+  // other bits, which must not show.
+  {
+    auto with = [](const char* name, int type, uint64_t bits) {
+      nvtxEventAttributes_t e = attrs(0, 0);
+      e.messageType = NVTX_MESSAGE_TYPE_ASCII, e.message.ascii = name;
+      e.payloadType = type;
+      e.payload.ullValue = bits;
+      return e;
+    };
+    auto low = [](uint32_t v) { return 0xDEADBEEF00000000ull | v; };
+    auto f32 = [](float f) {
+      uint32_t u;
+      memcpy(&u, &f, sizeof u);
+      return u;
+    };
+    auto f64 = [](double d) {
+      uint64_t u;
+      memcpy(&u, &d, sizeof u);
+      return u;
+    };
+    nvtxEventAttributes_t e = with("pl_u64", NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, ~0ull);
+    nvtxRangePushEx(&e);
+    nvtxRangePop();
+    e = with("pl_i64", NVTX_PAYLOAD_TYPE_INT64, 1ull << 63);
+    nvtxRangeEnd(nvtxRangeStartEx(&e));
+    e = with("pl_f64", NVTX_PAYLOAD_TYPE_DOUBLE, f64(0.1));
+    nvtxDomainRangePushEx(second, &e);
+    nvtxDomainRangePop(second);
+    e = with("pl_u32", NVTX_PAYLOAD_TYPE_UNSIGNED_INT32, low(0xFFFFFFFFu));
+    nvtxRangePushEx(&e);
+    nvtxRangePop();
+    e = with("pl_i32", NVTX_PAYLOAD_TYPE_INT32, low(0x80000000u));
+    nvtxDomainRangeEnd(wide, nvtxDomainRangeStartEx(wide, &e));
+    e = with("pl_f32", NVTX_PAYLOAD_TYPE_FLOAT, low(f32(3.14159274f)));
+    nvtxRangePushEx(&e);
+    nvtxRangePop();
+    e = with("pl_unknown_type", 99, 5);
+    nvtxRangePushEx(&e);
+    nvtxRangePop();
+    e = with("plm_u64", NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, (1ull << 63) | 5);
+    nvtxMarkEx(&e);
+    e = with("plm_i64", NVTX_PAYLOAD_TYPE_INT64, ~0ull);
+    nvtxDomainMarkEx(second, &e);
+    e = with("plm_f64", NVTX_PAYLOAD_TYPE_DOUBLE, f64(-1.5e-300));
+    nvtxMarkEx(&e);
+    e = with("plm_u32", NVTX_PAYLOAD_TYPE_UNSIGNED_INT32, low(7));
+    nvtxMarkEx(&e);
+    e = with("plm_i32", NVTX_PAYLOAD_TYPE_INT32, low(uint32_t(-7)));
+    nvtxMarkEx(&e);
+    e = with("plm_f32", NVTX_PAYLOAD_TYPE_FLOAT, low(f32(1e-45f)));
+    nvtxMarkEx(&e);
+    e = attrs(0xFF445566, 1);  // a payload next to a colour, a category and a wide message
+    e.messageType = NVTX_MESSAGE_TYPE_UNICODE, e.message.unicode = L"pl_wide_\u00e9";
+    e.payloadType = NVTX_PAYLOAD_TYPE_DOUBLE, e.payload.dValue = -2.5;
+    nvtxRangePushEx(&e);
+    nvtxMarkEx(&e);
+    nvtxRangePop();
+  }
+
+  // A sync-user object in domain "second" and a resource in the default domain.
+  {
+    nvtxSyncUserAttributes_t sa{};
+    sa.version = NVTX_VERSION, sa.size = NVTX_SYNCUSER_ATTRIB_STRUCT_SIZE;
+    sa.messageType = NVTX_MESSAGE_TYPE_ASCII, sa.message.ascii = "queue_lock";
+    nvtxSyncUser_t u = nvtxDomainSyncUserCreate(second, &sa);
+    nvtxDomainSyncUserAcquireStart(u);
+    nvtxDomainSyncUserAcquireFailed(u);
+    nvtxDomainSyncUserAcquireStart(u);
+    nvtxDomainSyncUserAcquireSuccess(u);
+    nvtxDomainSyncUserReleasing(u);
+    nvtxDomainSyncUserDestroy(u);
+    nvtxResourceAttributes_t ra{};  // a handle, not a pointer: the same in both runs
+    ra.version = NVTX_VERSION, ra.size = NVTX_RESOURCE_ATTRIB_STRUCT_SIZE;
+    ra.identifierType = NVTX_RESOURCE_TYPE_GENERIC_HANDLE, ra.identifier.ullValue = 4242;
+    ra.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    ra.message.registered = nvtxDomainRegisterStringA(nullptr, "staging_buffer");
+    nvtxResourceHandle_t rh = nvtxDomainResourceCreate(nullptr, &ra);
+    nvtxDomainResourceDestroy(rh);
+  }
 
   // NVTX3 C++ API.
   {

@@ -222,3 +222,12 @@ TEST_CASE("FORMAT.md lists the packed columns and tags in the codec's order") {
   CHECK(all.find("`ncols` is " + std::to_string(kColumnCount) + " in " + std::to_string(kVersionMajor) + "." +
                  std::to_string(kVersionMinor)) != std::string::npos);
 }
+
+TEST_CASE("FORMAT.md describes the NVTX Payload record as format.h defines it") {
+  DocTable p = doc_table("Payload", int(RecType::Payload));
+  CHECK(p.record_size == sizeof(PayloadRec));
+  std::map<std::string, std::pair<size_t, size_t>> want = {
+      FIELD(PayloadRec, target), FIELD(PayloadRec, ts),  FIELD(PayloadRec, tid), FIELD(PayloadRec, of),
+      FIELD(PayloadRec, type),   FIELD(PayloadRec, pad), FIELD(PayloadRec, bits)};
+  CHECK(p.fields == want);
+}

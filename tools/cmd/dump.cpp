@@ -19,6 +19,7 @@
 #include "tools/analysis/stacks.h"
 #include "tools/cmd/commands.h"
 #include "tools/common/format_util.h"
+#include "tools/common/payload.h"
 #include "trace/reader.h"
 
 namespace {
@@ -130,7 +131,7 @@ class RecordPrinter {
 
   std::string fields(const Record& rec) const;
   // Every record goes through here, printed or not: stacks refer to earlier Module/Stack records.
-  void observe(const Record& rec) { stacks_.absorb(rec, r_); }
+  void observe(const Record& rec) { stacks_.absorb(rec, r_), payloads_.see(rec); }
   static int64_t timestamp(const Record& rec);  // 0 when the record has none
 
  private:
@@ -141,6 +142,10 @@ class RecordPrinter {
     return n.empty() ? std::to_string(id) : format_copies("{} {}", id, quote(n));
   }
   std::string api(uint16_t id) const { return format_copies("#{} {}", id, quote(r_.api_name(id))); }
+  // " payload=TYPE:VALUE" at the end of a Range or Mark line (tools/common/payload.h), or "".
+  static std::string payload(const tf::PayloadRec* p) {
+    return p ? " payload=" + cutrace::tools::payload_text(*p) : "";
+  }
   std::string cpu(int64_t b, int64_t e) const { return format_copies("cpu=[{}..{}] cpu_dur={}", b, e, span(b, e)); }
   std::string op(const tf::OpCommon& o) const;
   static std::string short_record(const Record& rec, size_t want) {
@@ -154,6 +159,7 @@ class RecordPrinter {
   const TraceReader& r_;
   mutable cutrace::StackTable stacks_;
   mutable cutrace::Symbolizer symbolizer_;
+  cutrace::PayloadJoin payloads_;
 };
 
 std::string RecordPrinter::stack(const Record& rec) const {
@@ -270,17 +276,18 @@ std::string RecordPrinter::operation(const Record& rec) const {
       const auto& g = rec.as<tf::RangeRec>();
       return format_copies(
           "id={} kind={} source={} tid={} end_tid={} depth={} name={} domain={} category={} "
-          "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}",
+          "color={:#010x} {} gpu=[{}..{}] gpu_dur={} gpu_ops={}{}",
           g.id, range_kind_name(g), range_source_name(g.source), g.tid, g.end_tid, g.depth, s(g.name_id),
           s(g.domain_id), category(g.category, g.domain_id), g.color, cpu(g.cpu_begin, tf::range_end(g)), g.gpu_start,
-          g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0, g.gpu_ops);
+          g.gpu_end, g.gpu_start && g.gpu_end ? span(g.gpu_start, g.gpu_end) : 0, g.gpu_ops,
+          payload(payloads_.range(g)));
     }
     case tf::RecType::Mark: {
       if (rec.size() < sizeof(tf::MarkRec)) return short_record(rec, sizeof(tf::MarkRec));
       const auto& k = rec.as<tf::MarkRec>();
-      return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}", k.ts,
+      return format_copies("ts={} source={} tid={} name={} domain={} category={} color={:#010x}{}", k.ts,
                            range_source_name(k.source), k.tid, s(k.name_id), s(k.domain_id),
-                           category(k.category, k.domain_id), k.color);
+                           category(k.category, k.domain_id), k.color, payload(payloads_.mark(k)));
     }
     default: return {};
   }
@@ -288,6 +295,10 @@ std::string RecordPrinter::operation(const Record& rec) const {
 
 std::string RecordPrinter::sample(const Record& rec) const {
   switch (rec.type()) {
+    case tf::RecType::Payload: {
+      const auto& p = rec.as<tf::PayloadRec>();
+      return format_copies("of={} target={} tid={} ts={}{}", type_name(p.of), p.target, p.tid, p.ts, payload(&p));
+    }
     case tf::RecType::CpuSample: {
       const auto& c = rec.as<tf::CpuSampleRec>();
       std::string_view tail = rec.tail(sizeof(tf::CpuSampleRec));
@@ -368,6 +379,7 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
     case tf::RecType::Loss: return rec.as<tf::LossRec>().begin_ns;
     case tf::RecType::Window: return rec.as<tf::WindowRec>().ts;
     case tf::RecType::End: return rec.as<tf::EndRec>().ts;
+    case tf::RecType::Payload: return rec.as<tf::PayloadRec>().ts;
     default: return 0;
   }
 }

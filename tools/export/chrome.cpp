@@ -42,6 +42,7 @@
 #include "collector/nvtx_meta.h"
 #include "tools/analysis/losses.h"
 #include "tools/analysis/stacks.h"
+#include "tools/common/nvtx_names.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
 #include "tools/export/kineto.h"
@@ -479,9 +480,10 @@ class ChromeFile {
     }
   }
   void range_args(uint64_t id, uint32_t domain_id, uint32_t gpu_ops, bool open = false, uint32_t category = 0,
-                  uint32_t color = 0) {
+                  uint32_t color = 0, const trace::PayloadRec* payload = nullptr) {
     o_ += ",\"args\":{\"gpu ops\":";
     put_u64(o_, gpu_ops);
+    exporter::payload_args(o_, payload);
     if (open) o_ += ",\"open\":true";  // not ended when the trace ended
     category_color(domain_id, category, color);
     if (id) {
@@ -518,7 +520,7 @@ class ChromeFile {
         put_u64(o_, edge ? g.end_tid : g.tid);
         o_ += ",\"ts\":";
         put_us(o_, rel(edge ? end : g.cpu_begin));
-        if (!edge) range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color);
+        if (!edge) range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color, payloads_.range(g));
         end_event();
       }
       return;
@@ -526,7 +528,7 @@ class ChromeFile {
     int64_t b = g.cpu_begin, e = end;
     plan_.host_times(ord_, &b, &e);
     x_head("user_annotation", name(g.name_id), pid_, g.tid, b, e);
-    range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color);
+    range_args(g.id, g.domain_id, g.gpu_ops, open, g.category, g.color, payloads_.range(g));
     end_event();
   }
 
@@ -549,10 +551,11 @@ class ChromeFile {
   void mark(const trace::MarkRec& m) {
     host_tids_.insert(uint32_t(m.tid));
     instant("user_annotation", name(m.name_id), 't', m.tid, m.ts);
-    if (m.domain_id || m.category || m.color) {
+    if (m.domain_id || m.category || m.color || payloads_.mark(m)) {
       o_ += ",\"args\":{\"domain\":";
       o_ += m.domain_id ? name(m.domain_id) : std::string("\"\"");
       category_color(m.domain_id, m.category, m.color);
+      exporter::payload_args(o_, payloads_.mark(m));
       o_ += '}';
     }
     end_event();
@@ -782,12 +785,12 @@ class ChromeFile {
       meta_event("process_sort_index", d, 0, "sort_index", std::to_string(100 + int(d)));
     }
     for (const auto& [dev, stream] : streams_) {
-      meta_event("thread_name", dev, stream, "name", quoted("stream " + std::to_string(stream)));
+      meta_event("thread_name", dev, stream, "name", quoted(tools::stream_label(r_, stream)));
       meta_event("thread_sort_index", dev, stream, "sort_index", std::to_string(stream));
     }
     for (const auto& [dev, row] : sync_rows_) {
       std::string n =
-          row == exporter::kSyncRow ? "device sync" : "stream " + std::to_string(row - exporter::kSyncRow) + " (sync)";
+          row == exporter::kSyncRow ? "device sync" : tools::stream_label(r_, row - exporter::kSyncRow) + " (sync)";
       meta_event("thread_name", dev, row, "name", quoted(n));
       meta_event("thread_sort_index", dev, row, "sort_index", std::to_string(row));
     }
@@ -820,6 +823,7 @@ class ChromeFile {
   StackTable stacks_;
   Symbolizer symbolizer_;
   OpStacks op_stacks_;
+  PayloadJoin payloads_;
   std::unordered_map<uint32_t, std::string> backtraces_;  // stack -> its "backtrace" JSON
 };
 

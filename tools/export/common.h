@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tools/analysis/align.h"
+#include "tools/common/payload.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 
@@ -254,11 +255,18 @@ struct AlignedRec {
   explicit AlignedRec(const R& packed) : r(packed) {}
 };
 
+// Chrome JSON args of an NVTX payload: ,"payload":VALUE,"payload type":"u64" (nothing for none).
+inline void payload_args(std::string& o, const trace::PayloadRec* p) {
+  if (!p) return;
+  o += ",\"payload\":" + tools::payload_json(*p) + ",\"payload type\":\"" + tools::payload_type_name(p->type) + '"';
+}
+
 // Hands one record to the exporter's handler for its type (every exporter has the same set:
 // kernel, memcpy, memset, sync, api_call, memory, range, mark, cpu_sample, gpu_sample, window,
 // dropped, loss), as an aligned copy; other records are not exported.
 template <class E>
 void dispatch_record(const Record& rec, E& e) {
+  e.payloads_.see(rec);  // a Payload record goes with the Range or Mark that follows it
   switch (rec.type()) {
     case trace::RecType::Kernel: e.kernel(AlignedRec<trace::KernelRec>(rec).r); break;
     case trace::RecType::Memcpy: e.memcpy(AlignedRec<trace::MemcpyRec>(rec).r); break;

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "collector/nvtx_meta.h"
+#include "tools/common/nvtx_names.h"
 #include "tools/export/common.h"
 #include "tools/export/exports.h"
 #include "tools/export/protobuf_writer.h"
@@ -117,6 +118,7 @@ enum Ann : uint8_t {
   kAnnCategory,
   kAnnCategoryName,
   kAnnColor,
+  kAnnPayload,
 };
 const char* const kAnnotationNames[] = {"device",         "stream",
                                         "correlation",    "grid",
@@ -128,7 +130,8 @@ const char* const kAnnotationNames[] = {"device",         "stream",
                                         "count",          "kind",
                                         "inferred start", "range id",
                                         "open",           "category",
-                                        "category name",  "color"};
+                                        "category name",  "color",
+                                        "payload"};
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -492,9 +495,20 @@ class PerfettoFile {
       ann_str(kAnnColor, c);
     }
   }
+  // An NVTX payload as a number (a u64 above INT64_MAX, a NaN or an infinity: its text).
+  void payload(const trace::PayloadRec* p) {
+    if (!p) return;
+    const uint64_t bits = p->bits;
+    if (tools::payload_is_float(p->type) ? !std::isfinite(tools::payload_double(*p))
+                                         : p->type == uint8_t(trace::PayloadType::U64) && bits > uint64_t(INT64_MAX))
+      ann_str(kAnnPayload, tools::payload_value(*p));
+    else if (tools::payload_is_float(p->type)) ann_double(kAnnPayload, tools::payload_double(*p));
+    else ann_int(kAnnPayload, int64_t(bits));
+  }
   void range(const trace::RangeRec& g) {
     range_body(g.name_id, g.domain_id, g.gpu_ops, g.id, kCatAnnotation);
     category_color(g.domain_id, g.category, g.color);
+    payload(payloads_.range(g));
     if (trace::range_open(g)) ann_int(kAnnOpen, 1);  // not ended when the trace ended
     uint32_t track = thread_track(g.tid);
     if (trace::range_kind(g) == trace::RangeKind::StartEnd)  // not nested in the thread's stack
@@ -509,6 +523,7 @@ class PerfettoFile {
     body_begin(name_iid(m.name_id), kCatAnnotation);
     if (m.domain_id) ann_str(kAnnDomain, r_.str(m.domain_id));
     category_color(m.domain_id, m.category, m.color);
+    payload(payloads_.mark(m));
     instant(thread_track(m.tid), m.ts);
   }
   void cpu_sample(const trace::CpuSampleRec& c) {
@@ -564,6 +579,11 @@ class PerfettoFile {
       std::string n = it != r_.threads().end() ? std::string(r_.str(it->second)) : std::string();
       tracks_[idx].name = n.empty() ? "thread " + std::to_string(tid) : n + " (" + std::to_string(tid) + ")";
     }
+    for (const auto& [dev, gpu] : gpus_)  // "stream 7 (dataloader)": NVTX names may come late in the file
+      for (const auto& [sid, st] : r_.streams()) {
+        auto it = children_.find({gpu, sid});
+        if (it != children_.end()) tracks_[it->second].name = tools::stream_label(r_, sid);
+      }
   }
 
   // Lanes: per track, slices sorted by begin (longest first); each goes to the first lane where
@@ -803,6 +823,7 @@ class PerfettoFile {
   std::vector<GpuSampleLite> gpu_samples_;
   std::vector<Ev> evs_;
   exporter::DeviceVotes votes_;
+  PayloadJoin payloads_;
 };
 
 }  // namespace

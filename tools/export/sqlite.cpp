@@ -78,12 +78,14 @@ namespace {
 
 // A value bound to a statement parameter: an integer, NULL or text.
 struct Val {
-  enum Kind { Int, Null, Text } kind;
+  enum Kind { Int, Null, Text, Real } kind;
   int64_t i = 0;
+  double d = 0;
   std::string_view t;
   template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
   Val(T v) : kind(Int), i(static_cast<int64_t>(v)) {}
   Val(std::nullptr_t) : kind(Null) {}
+  Val(double v) : kind(Real), d(v) {}
   Val(std::string_view v) : kind(Text), t(v) {}
   Val(const char* v) : kind(Text), t(v) {}
   Val(const std::string& v) : kind(Text), t(v) {}
@@ -109,6 +111,7 @@ class Stmt {
       switch (v.kind) {
         case Val::Int: rc = sqlite3_bind_int64(s_, i, v.i); break;
         case Val::Null: rc = sqlite3_bind_null(s_, i); break;
+        case Val::Real: rc = sqlite3_bind_double(s_, i, v.d); break;
         default: rc = sqlite3_bind_text(s_, i, v.t.data(), int(v.t.size()), SQLITE_STATIC); break;
       }
       if (rc != SQLITE_OK) return false;
@@ -557,8 +560,21 @@ struct Exporter::FileState {
            x.fail();
   }
 
-  bool range(const trace::RangeRec& g) {
+  // NVTX_EVENTS' payload columns uint64Value, int64Value, doubleValue, uint32Value, int32Value,
+  // floatValue: the one of the payload's type (in trace::PayloadType order) holds it. A u64 is
+  // stored as its 64 bits in SQLite's signed INTEGER (values above 2^63-1 read negative).
+  struct PayloadCols {
+    Val v[6] = {kNull, kNull, kNull, kNull, kNull, kNull};
+    explicit PayloadCols(const trace::PayloadRec* p) {
+      if (!p || p->type < 1 || p->type > trace::kPayloadTypeMax) return;
+      const uint64_t bits = p->bits;
+      v[p->type - 1] = tools::payload_is_float(p->type) ? Val(tools::payload_double(*p)) : Val(int64_t(bits));
+    }
+  };
+
+  bool range(const trace::RangeRec& g, const trace::PayloadRec* payload) {
     int64_t dom;
+    const PayloadCols pc(payload);
     if (!domain_id(g.domain_id, g.cpu_begin, g.tid, &dom)) return false;
     bool start_end = trace::range_kind(g) == trace::RangeKind::StartEnd;
     uint32_t color = g.color, category = g.category;
@@ -573,20 +589,21 @@ struct Exporter::FileState {
                         start_end ? Val(gtid(g.end_tid)) : kNull,
                         kNull,
                         dom,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
+                        pc.v[0],
+                        pc.v[1],
+                        pc.v[2],
+                        pc.v[3],
+                        pc.v[4],
+                        pc.v[5],
                         kNull,
                         kNull,
                         kNull}) ||
            x.fail();
   }
 
-  bool mark(const trace::MarkRec& m) {
+  bool mark(const trace::MarkRec& m, const trace::PayloadRec* payload) {
     int64_t dom;
+    const PayloadCols pc(payload);
     if (!domain_id(m.domain_id, m.ts, m.tid, &dom)) return false;
     uint32_t color = m.color, category = m.category;
     return x.nvtx_.run({t(m.ts),
@@ -600,12 +617,12 @@ struct Exporter::FileState {
                         kNull,
                         kNull,
                         dom,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
-                        kNull,
+                        pc.v[0],
+                        pc.v[1],
+                        pc.v[2],
+                        pc.v[3],
+                        pc.v[4],
+                        pc.v[5],
                         kNull,
                         kNull,
                         kNull}) ||
@@ -650,7 +667,9 @@ bool Exporter::file(TraceReader& r, const Input& in, int64_t session_start) {
   for (const auto& [ordinal, d] : r.devices())  // the process's GPUs first: ids follow ordinals
     if (!f.dev(ordinal, &dv)) return false;
   bool ok = true;
+  PayloadJoin payloads;
   bool read_ok = r.read([&](const Record& rec) {
+    payloads.see(rec);
     switch (rec.type()) {
       case trace::RecType::Kernel: ok = f.kernel(rec.as<trace::KernelRec>()); break;
       case trace::RecType::Memcpy: ok = f.memcpy(rec.as<trace::MemcpyRec>()); break;
@@ -658,8 +677,10 @@ bool Exporter::file(TraceReader& r, const Input& in, int64_t session_start) {
       case trace::RecType::Sync: ok = f.sync(rec.as<trace::SyncRec>()); break;
       case trace::RecType::Memory: ok = f.memory(rec.as<trace::MemoryRec>()); break;
       case trace::RecType::Api: ok = f.api_call(rec.as<trace::ApiRec>()); break;
-      case trace::RecType::Range: ok = f.range(rec.as<trace::RangeRec>()); break;
-      case trace::RecType::Mark: ok = f.mark(rec.as<trace::MarkRec>()); break;
+      case trace::RecType::Range:
+        ok = f.range(rec.as<trace::RangeRec>(), payloads.range(rec.as<trace::RangeRec>()));
+        break;
+      case trace::RecType::Mark: ok = f.mark(rec.as<trace::MarkRec>(), payloads.mark(rec.as<trace::MarkRec>())); break;
       default: break;
     }
     return ok;

@@ -9,6 +9,8 @@
 #include "tools/analysis/stacks.h"
 #include "tools/analysis/summary_model.h"  // sat_add, sat_sub: damaged times must not overflow
 #include "tools/common/format_util.h"
+#include "tools/common/nvtx_names.h"
+#include "tools/common/payload.h"
 #include "trace/reader.h"
 
 namespace cutrace::report {
@@ -53,6 +55,7 @@ struct FileEvents {
   std::map<uint32_t, int> max_depth;         // by tid: deepest range row
   std::map<uint32_t, EventColumns> streams;  // by stream id
   std::map<uint32_t, uint16_t> stream_device;
+  std::map<uint32_t, std::string> stream_labels;  // "stream 7 (dataloader)"
   std::map<uint16_t, std::string> device_names;
   std::map<uint16_t, std::vector<std::pair<int64_t, int64_t>>> busy;  // GPU intervals per device
   std::vector<MemEvent> mem;
@@ -77,9 +80,11 @@ class Loader {
     stacks_ = StackTable();  // stack and module ids are per file
     op_stacks_.clear();
     stack_text_.clear();
+    payloads_ = PayloadJoin();
     r.read([&](const Record& rec) { visit(rec); });
     for (const auto& [tid, name] : r.threads()) f.thread_names[tid] = std::string(r.str(name));
-    for (const auto& [id, s] : r.streams()) f.stream_device[id] = s.device;
+    for (const auto& [id, s] : r.streams())
+      f.stream_device[id] = s.device, f.stream_labels[id] = tools::stream_label(r, id);
     for (const auto& [id, d] : r.devices()) f.device_names[id] = std::string(r.str(d.name_id));
     if (!r.error().empty()) tl_->errors.push_back(r.path() + ": " + r.error());
   }
@@ -145,6 +150,7 @@ class Loader {
   // (map keys, fmt::format arguments, emplace); binding it directly is undefined behaviour.
   void visit(const Record& rec) {
     using T = trace::RecType;
+    payloads_.see(rec);
     if (stacks_.absorb(rec, *r_)) return;
     switch (rec.type()) {
       case T::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
@@ -210,6 +216,7 @@ class Loader {
           d += ::fmt::format("  GPU projection {}", tools::human_ns(sat_sub(g.gpu_end, g.gpu_start)));
         if (g.domain_id) d += ::fmt::format("  domain {}", r_->str(g.domain_id));
         if (trace::range_open(g)) d += "  open: not ended when the trace ended";
+        if (const trace::PayloadRec* p = payloads_.range(g)) d += "  payload " + tools::payload_text(*p);
         f_->threads[+g.tid].add(gb, sat_sub(gend, gb), str(r_->str(g.name_id)), EventKind::Range, g.depth, 0, 0,
                                 str(d));
         int& md = f_->max_depth[+g.tid];
@@ -222,7 +229,9 @@ class Loader {
         int64_t ts = at(m.ts);
         extent(ts, ts);
         if (!keep(ts, ts)) break;
-        f_->threads[+m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0, str("mark"));
+        const trace::PayloadRec* p = payloads_.mark(m);
+        f_->threads[+m.tid].add(ts, 0, str(r_->str(m.name_id)), EventKind::Mark, 0, 0, 0,
+                                str(p ? "mark  payload " + tools::payload_text(*p) : std::string("mark")));
         f_->max_depth[+m.tid] = std::max(f_->max_depth[+m.tid], 1);
         ++tl_->events;
         break;
@@ -269,6 +278,7 @@ class Loader {
   StackTable stacks_;  // this file's Module and Stack records
   Symbolizer sym_;     // ELF symbols, cached per module
   OpStacks op_stacks_;
+  PayloadJoin payloads_;  // this file's Payload records, each joined to the Range or Mark after it
   std::unordered_map<uint32_t, uint32_t> stack_text_;  // stack id -> string id of its frames
 };
 
@@ -421,7 +431,9 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
         int g = add_track(tl, p, "gpu", dn, int(fi));
         tl->tracks[size_t(g)].device = dev;
         for (uint32_t sid : sids) {
-          int s = add_track(tl, g, "stream", ::fmt::format("stream {}", sid), int(fi));
+          auto label = f.stream_labels.find(sid);
+          int s = add_track(tl, g, "stream",
+                            label != f.stream_labels.end() ? label->second : ::fmt::format("stream {}", sid), int(fi));
           tl->tracks[size_t(s)].device = dev;
           tl->tracks[size_t(s)].events = std::move(f.streams[sid]);
           sort_events(tl->tracks[size_t(s)].events);
