@@ -454,6 +454,9 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Module, "Module"},
     {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
+    {trace::RecType::Hang, "Hang"},
+    {trace::RecType::HangItem, "HangItem"},
+    {trace::RecType::HangEnd, "HangEnd"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {
