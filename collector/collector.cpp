@@ -442,6 +442,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     if (g_timing == GpuTiming::Cupti) cupti_stop();
     drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
     wait_gpu(wait_ns / 10);
+    if (hang_open_) watch_hangs(mono_ns());  // the reported work may have completed since the last look
   }
   ops_.abandon(nullptr, /*at_exit=*/true);
   ranges_.finish(end_ns);
