@@ -14,7 +14,7 @@ for r in $(seq "$REPS"); do
       d=$T/o_${h}_${clock}_$r
       env LD_PRELOAD="$PWD/$B/lib/libcutrace.so" CUTRACE_OUTPUT="$d" CUTRACE_SAMPLE_HZ=0 CUTRACE_BACKTRACE=none \
         CUTRACE_HANG_TIMEOUT=$h LOOP_CLOCK=$clock "$B/test/e2e/launch_loop" "$N" launch 0 >> "$T/${clock}_$h"
-      "$B/bin/cutrace" dump --type Meta "$d" | sed -n 's/.*key=#[0-9]* "collector_cpu_ns" value=#[0-9]* "\([0-9]*\)".*/\1/p' \
+      "$B/bin/cutrace" dump --type Meta "$d"/*.cutrace | sed -n 's/.*key=#[0-9]* "collector_cpu_ns" value=#[0-9]* "\([0-9]*\)".*/\1/p' \
         >> "$T/collector_$h"
       "$B/bin/cutrace" summary --json "$d" |
         python3 -c 'import json,sys; d=json.load(sys.stdin)["dropped_records"]; sys.exit(d != 0)' ||
