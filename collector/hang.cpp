@@ -89,11 +89,12 @@ void Collector::watch_hangs(int64_t now) {
     return;
   }
   int64_t oldest = 0;  // start of the longest-stuck item
-  ops_.each_stream([&](uint32_t, const std::deque<PendingOp>& q, int64_t last_end, const OpResolver::Unconfirmed& u) {
-    if (q.empty() && !u.set) return;
-    int64_t since = std::max(u.set ? u.rec.kernel.op.cpu_end : q.front().op().cpu_end, last_end);
-    if (now - since > hang_timeout_ns_ && (!oldest || since < oldest)) oldest = since;
-  });
+  ops_.each_stream(
+      [&](uint32_t, const std::deque<PendingOp>& q, int64_t last_end, const std::vector<OpResolver::Unconfirmed>& u) {
+        if (q.empty() && u.empty()) return;
+        int64_t since = std::max(!u.empty() ? u.front().rec.kernel.op.cpu_end : q.front().op().cpu_end, last_end);
+        if (now - since > hang_timeout_ns_ && (!oldest || since < oldest)) oldest = since;
+      });
   for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire)) {
     uint64_t t0 = 0;
     if (!blocked_in_sync(s, &t0)) continue;
@@ -107,9 +108,9 @@ bool Collector::hang_over() {
   for (auto& [sid, seq] : hang_ops_) {
     bool pending = false;
     ops_.each_stream([&, sid = sid, seq = seq](uint32_t id, const std::deque<PendingOp>& q, int64_t,
-                                               const OpResolver::Unconfirmed& u) {
+                                               const std::vector<OpResolver::Unconfirmed>& u) {
       if (id == sid)
-        pending = (u.set && u.seq == seq) ||
+        pending = std::any_of(u.begin(), u.end(), [&](const OpResolver::Unconfirmed& x) { return x.seq == seq; }) ||
                   std::any_of(q.begin(), q.end(), [&](const PendingOp& op) { return op.seq == seq; });
     });
     if (pending) return false;
@@ -210,25 +211,25 @@ void Collector::report_hang(int64_t now, int64_t since) {
     items.push_back(r);
   };
   ops_.each_stream([&](uint32_t sid, const std::deque<PendingOp>& q, int64_t last_end,
-                       const OpResolver::Unconfirmed& u) {
-    if (q.empty() && !u.set) return;
-    const int64_t first_end = u.set ? u.rec.kernel.op.cpu_end : q.front().op().cpu_end;
+                       const std::vector<OpResolver::Unconfirmed>& u) {
+    if (q.empty() && u.empty()) return;
+    const int64_t first_end = !u.empty() ? u.front().rec.kernel.op.cpu_end : q.front().op().cpu_end;
     const int64_t waits = now - std::max(first_end, last_end);
-    const size_t n = q.size() + u.set;
+    const size_t n = q.size() + u.size();
     snprintf(line, sizeof line, "    stream %u (device %u): %zu op%s; the first has not completed for %s%s\n", sid,
-             unsigned(u.set ? u.rec.kernel.op.device : q.front().op().device), n, n == 1 ? "" : "s",
+             unsigned(!u.empty() ? u.front().rec.kernel.op.device : q.front().op().device), n, n == 1 ? "" : "s",
              secs(waits).c_str(), waits > hang_timeout_ns_ ? " (stuck)" : "");
     out += line;
     nops += uint32_t(n);
-    if (u.set) {
-      if (waits > hang_timeout_ns_) hang_ops_.push_back({sid, u.seq});
-      if (u.coll_seq) coll_inflight.push_back({u.coll_seq, u.rec.kernel.name_id, sid, u.rec.kernel.op.cpu_begin});
-      list_op(sid, u.type, u.rec, u.coll_seq, u.stack, nullptr, " (its CUPTI record never came: it may be complete)");
+    for (const OpResolver::Unconfirmed& x : u) {  // written without GPU time, before the queue's
+      if (waits > hang_timeout_ns_ && &x == &u.front()) hang_ops_.push_back({sid, x.seq});
+      if (x.coll_seq) coll_inflight.push_back({x.coll_seq, x.rec.kernel.name_id, sid, x.rec.kernel.op.cpu_begin});
+      list_op(sid, x.type, x.rec, x.coll_seq, x.stack, nullptr, " (its CUPTI record never came: it may be complete)");
     }
-    size_t k = u.set;
+    size_t k = u.size();
     for (const PendingOp& op : q) {
       if (op.coll_seq) coll_inflight.push_back({op.coll_seq, op.rec.kernel.name_id, sid, op.op().cpu_begin});
-      if (waits > hang_timeout_ns_ && !u.set && &op == &q.front()) hang_ops_.push_back({sid, op.seq});
+      if (waits > hang_timeout_ns_ && u.empty() && &op == &q.front()) hang_ops_.push_back({sid, op.seq});
       if (k++ >= kOpsListed) continue;
       list_op(sid, op.type, op.rec, op.coll_seq, op.stack, &op.ranges, "");
     }

@@ -190,9 +190,9 @@ void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uin
   c.flags |= flags;
   if (end > s.last_end) s.last_end = end;  // never backwards: a late record cannot reorder the past
   if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
-  if (end) s.unconfirmed.set = false;
-  else if (op.cupti && op.cupti_corr && !s.unconfirmed.set && !(c.flags & trace::kOpPendingExit))
-    s.unconfirmed = {true, op.rec, op.type, op.seq, op.coll_seq, op.stack};
+  if (end) s.unconfirmed.clear();
+  else if (op.cupti && op.cupti_corr && s.unconfirmed.size() < kUnconfirmedKept && !(c.flags & trace::kOpPendingExit))
+    s.unconfirmed.push_back({op.rec, op.type, op.seq, op.coll_seq, op.stack});
   if (op.coll_seq && !(c.flags & trace::kOpPendingExit)) {
     ++coll_done_;
     done_coll_.push_back({op.coll_seq, c.corr, start, end, op.rec.kernel.name_id, c.stream, c.tid, c.device});
@@ -264,7 +264,7 @@ void OpResolver::abandon(CUcontext ctx, bool at_exit) {
       --pending_;
     }
     s->q.clear();
-    s->unconfirmed.set = false;  // its context is gone (or the process ends): nothing more to wait for
+    s->unconfirmed.clear();  // its context is gone (or the process ends): nothing more to wait for
   }
 }
 

@@ -87,14 +87,14 @@ class OpResolver {
   // while nothing written after it on its stream had a GPU time: whether its work completed is
   // unknown (a hung kernel's record never comes; a dropped record looks the same).
   struct Unconfirmed {
-    bool set = false;
     OpRecord rec;
     trace::RecType type = trace::RecType::Kernel;
     uint64_t seq = 0, coll_seq = 0;
     uint32_t stack = 0;
   };
   // The hang watchdog's view (collector/hang.cpp): each stream's queue of operations not yet
-  // written, oldest first, the latest GPU end written on it, and its Unconfirmed operation.
+  // written, oldest first, the latest GPU end written on it, and its Unconfirmed operations
+  // (oldest first, at most kUnconfirmedKept).
   template <class F>
   void each_stream(F&& f) const {
     for (const Stream* s : streams_) f(s->id, s->q, s->last_end, s->unconfirmed);
@@ -106,6 +106,7 @@ class OpResolver {
     uint16_t device = 0;
   };
   static constexpr size_t kDoneCollectivesKept = 8;
+  static constexpr size_t kUnconfirmedKept = 16;
   const std::deque<DoneCollective>& done_collectives() const { return done_coll_; }  // newest last
   uint64_t collectives_done() const { return coll_done_; }
   using Recycler = void (*)(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b);
@@ -120,10 +121,10 @@ class OpResolver {
     uint64_t last_seq = 0;  // newest op added
     uint64_t wait_seq = 0;  // pending cross-stream dependency for the next op
     int64_t wait_end = 0;
-    bool last_not_sampled = false;  // the newest op added was outside the GPU-timing sample
-    uint32_t last_cupti_corr = 0;   // CUPTI correlation id of the newest CUPTI op, until settled
-    int64_t last_cupti_end = 0;     // ... and the return of its call (newest: the latest return)
-    Unconfirmed unconfirmed;        // the first such since the last operation written with a GPU time
+    bool last_not_sampled = false;         // the newest op added was outside the GPU-timing sample
+    uint32_t last_cupti_corr = 0;          // CUPTI correlation id of the newest CUPTI op, until settled
+    int64_t last_cupti_end = 0;            // ... and the return of its call (newest: the latest return)
+    std::vector<Unconfirmed> unconfirmed;  // the first such since the last op written with a GPU time
   };
   struct Key {
     uint64_t handle, ctx, tid;

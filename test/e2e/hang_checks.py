@@ -171,3 +171,30 @@ def hang_names_rank_that_never_reached_the_collective(s, c):
     for want in ("1 rank waits in collective #5 (ncclDevKernel_AllReduce_Sum_f32_RING_LL); rank 1 never reached it",
                  "culprit: rank 1", "load_batch", "last ops: kernel k_prefetch"):
         c.expect(want in p.stdout, f"`cutrace hang` text lacks {want!r}: {tail(p.stdout, 1500)}")
+
+
+@test
+def hang_with_cupti_timing_keeps_a_kernel_whose_record_never_came(s, c):
+    """CUPTI timing (the fake CUPTI delivers a buffer once every kernel in it ended): a kernel that
+    never ends gets no record and is written without GPU time after 10 s; with --hang-timeout 11
+    the report still lists it on its stream, flagged as never reported (with the kernels before it
+    whose records are held back with it), and `cutrace hang` after SIGTERM has it in flight."""
+    root = s.tmpdir("hang_cupti")
+    d = os.path.join(root, "out")
+    p, out, err = start(s, d, [s.prog("hang_app"), "kernel", "inf"], ["--hang-timeout", "11", "--gpu-timing", "cupti"],
+                        {"CUTRACE_CUPTI": s.fake_cupti})
+    try:
+        c.require(wait_for(lambda: "hang_app: launched" in read(out), 30 * TIME_SCALE),
+                  f"hang_app never launched: {tail(read(out))} {tail(read(err))}")
+        found = wait_for(lambda: glob.glob(os.path.join(d, "hang.*.rank0.txt")), 20 * TIME_SCALE)
+        c.require(found, f"no hang report 20 s after the launch: {os.listdir(d)}; stderr {tail(read(err))}")
+        time.sleep(0.3)
+        text = open(found[0]).read()
+        stuck = [ln for ln in text.splitlines() if "kernel k_stuck:" in ln]
+        c.expect(len(stuck) == 1 and "its CUPTI record never came" in stuck[0],
+                 f"the report does not list k_stuck as never reported: {tail(text, 1500)}")
+        c.expect("stream 1 (device 0):" in text, f"the report does not name stream 1: {tail(text, 1500)}")
+    finally:
+        stop([p])
+    r = hang_json(s, c, d)["ranks"][0]
+    c.expect("k_stuck" in [o["name"] for o in r["in_flight"]], f"in flight after SIGTERM: {r['in_flight']}")
