@@ -172,6 +172,13 @@ bool Collector::start() {
   clock_.init();
   ops_.set_recycler(&recycle);
   sample_period_ = cfg.sample_hz > 0 ? 1000000000 / cfg.sample_hz : 0;
+  hang_timeout_ns_ = int64_t(cfg.hang_timeout_s * 1e9);
+  if (hang_timeout_ns_ > 0) {
+    hang_path_ = cfg.out_dir + "/hang." + live_.host + ".rank" + std::to_string(live_.rank) + ".txt";
+    char t[32];
+    snprintf(t, sizeof t, "%g", cfg.hang_timeout_s);
+    w_.meta("hang_timeout_s", t);
+  }
 
   sigset_t all, old;
   sigfillset(&all);
@@ -282,6 +289,10 @@ void Collector::periodic(int64_t now) {
     w_.flush();
     last_flush_ = now;
     publish_status(cs.realtime_ns);
+  }
+  if (hang_timeout_ns_ > 0 && now - last_hang_check_ >= kHangCheckNs) {
+    watch_hangs(now);
+    last_hang_check_ = now;
   }
 }
 
@@ -431,6 +442,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     if (g_timing == GpuTiming::Cupti) cupti_stop();
     drain(/*all=*/true);  // records published meanwhile (pops of recorded pushes), loss counts
     wait_gpu(wait_ns / 10);
+    if (hang_open_) watch_hangs(mono_ns());  // the reported work may have completed since the last look
   }
   ops_.abandon(nullptr, /*at_exit=*/true);
   ranges_.finish(end_ns);
@@ -455,6 +467,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     log_info("%llu GPU operations still pending at exit (flagged pending_exit)", (unsigned long long)n);
   }
   if (syncs_open_) w_.meta("syncs_open_at_exit", std::to_string(syncs_open_));
+  if (hangs_) w_.meta("hangs_reported", std::to_string(hangs_));
   if (uint64_t n = ops_.missing()) {
     w_.meta("gpu_times_missing", std::to_string(n));
     log_info("%llu GPU operations written without GPU times (see gpu_times_missing in FORMAT.md)",

@@ -32,6 +32,7 @@ extern GpuTiming g_timing;
 inline constexpr int64_t kCycleNs = 1000000;         // drain and poll every 1 ms
 inline constexpr int64_t kFlushNs = 1000000000;      // write a block at least once a second
 inline constexpr int64_t kClockNs = 100000000;       // tick-rate and GPU anchors every 100 ms
+inline constexpr int64_t kHangCheckNs = 100000000;   // the hang watchdog looks every 100 ms
 inline constexpr int64_t kExitWaitNs = 10000000000;  // at exit, wait up to 10 s for GPU work to finish
 // A drain round takes at most kDrainChunk records from each thread (so the batch holds at most
 // threads x 256 records, not whole backlogs); one drain() takes at most kDrainRounds rounds, then
@@ -144,6 +145,22 @@ class Collector {
   uint64_t gpu_sample_windows_ = 0;
   int64_t last_tail_flush_ = 0;
   LiveStatus live_;  // what publish_status writes
+
+  // The hang watchdog (collector/hang.cpp): from the op resolver's queues and the threads'
+  // published sync state, on this thread only; nothing on the application's threads.
+  void watch_hangs(int64_t now);
+  void report_hang(int64_t now, int64_t since);
+  bool hang_over();                         // every reported item completed
+  void hang_text(const std::string& text);  // stderr and the report file
+  uint64_t collectives_launched_ = 0;       // NCCL kernels added (their coll_seq)
+  int64_t hang_timeout_ns_ = 0;             // 0 = no watchdog
+  int64_t last_hang_check_ = 0;
+  uint32_t hangs_ = 0;                                       // reports written
+  bool hang_open_ = false;                                   // the last report's work is not all complete
+  int64_t hang_since_ = 0;                                   // its oldest item's start
+  std::vector<std::pair<uint32_t, uint64_t>> hang_ops_;      // its stuck ops: (stream id, seq)
+  std::vector<std::pair<uint32_t, uint64_t>> hang_threads_;  // its blocked threads: (index, sync_t0)
+  std::string hang_path_;                                    // DIR/hang.<host>.rank<N>.txt
 };
 
 }  // namespace cutrace

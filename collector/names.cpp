@@ -25,7 +25,9 @@ const Names::Func& Names::function(void* f, int device) {
   auto kern = static_cast<CUkernel>(f);
   bool is_func = d.cuFuncGetName && d.cuFuncGetName(&name, func) == CUDA_SUCCESS && name;
   if (!is_func && d.cuKernelGetName && d.cuKernelGetName(&name, kern) != CUDA_SUCCESS) name = nullptr;
-  fn.name_id = w_.intern(name ? demangle(name) : std::string("<unknown kernel>"));
+  const std::string text = name ? demangle(name) : std::string("<unknown kernel>");
+  fn.name_id = w_.intern(text);
+  fn.collective = text.compare(0, 4, "nccl") == 0;
   int regs = 0, smem = 0;
   if (is_func && d.cuFuncGetAttribute) {
     d.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, func);

@@ -13,6 +13,7 @@ class Names {
     uint32_t name_id = 0;
     uint16_t regs = 0;
     uint32_t static_smem = 0;
+    bool collective = false;  // an NCCL kernel (name starting with "nccl", as tools/analysis/collectives.h)
   };
   // f is a CUfunction or a CUkernel (cudart passes either to cuLaunchKernel).
   const Func& function(void* f, int device);

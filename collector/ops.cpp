@@ -190,6 +190,14 @@ void OpResolver::write(Stream& s, PendingOp& op, int64_t start, int64_t end, uin
   c.flags |= flags;
   if (end > s.last_end) s.last_end = end;  // never backwards: a late record cannot reorder the past
   if (wanted_.erase(op.seq)) ends_[op.seq] = end ? end : s.last_end;
+  if (end) s.unconfirmed.clear();
+  else if (op.cupti && op.cupti_corr && s.unconfirmed.size() < kUnconfirmedKept && !(c.flags & trace::kOpPendingExit))
+    s.unconfirmed.push_back({op.rec, op.type, op.seq, op.coll_seq, op.stack});
+  if (op.coll_seq && !(c.flags & trace::kOpPendingExit)) {
+    ++coll_done_;
+    done_coll_.push_back({op.coll_seq, c.corr, start, end, op.rec.kernel.name_id, c.stream, c.tid, c.device});
+    if (done_coll_.size() > kDoneCollectivesKept) done_coll_.pop_front();
+  }
   w_.append(&op.rec);
   if (c.flags & trace::kOpGraphNodes) write_graph_nodes(op);
   if (!op.ranges.empty()) ranges_.op_done(op.ranges, start, end);
@@ -256,6 +264,7 @@ void OpResolver::abandon(CUcontext ctx, bool at_exit) {
       --pending_;
     }
     s->q.clear();
+    s->unconfirmed.clear();  // its context is gone (or the process ends): nothing more to wait for
   }
 }
 

@@ -48,6 +48,8 @@ struct PendingOp {
   int64_t start_ns = 0;                            // measured start (exact mode), resolved by poll()
   std::vector<OpenRange*> ranges;                  // annotations open when it was launched (GPU projection)
   std::vector<CuptiGraphNode> graph_nodes;         // a graph launch's replay, from CUPTI
+  uint32_t stack = 0;                              // call stack of the launch (StackRec id), 0 = none
+  uint64_t coll_seq = 0;                           // an NCCL kernel: its number in launch order (from 1)
   trace::OpCommon& op() { return rec.kernel.op; }  // OpCommon sits at the same offset in all three
   const trace::OpCommon& op() const { return rec.kernel.op; }
 };
@@ -81,6 +83,32 @@ class OpResolver {
   uint64_t missing() const { return missing_; }
   // Called once per finished op: its events go back to the owner's pool (or are destroyed)
   // and the owner loses one reference.
+  // A CUPTI operation written without GPU time because its record did not come (resolve's 10 s),
+  // while nothing written after it on its stream had a GPU time: whether its work completed is
+  // unknown (a hung kernel's record never comes; a dropped record looks the same).
+  struct Unconfirmed {
+    OpRecord rec;
+    trace::RecType type = trace::RecType::Kernel;
+    uint64_t seq = 0, coll_seq = 0;
+    uint32_t stack = 0;
+  };
+  // The hang watchdog's view (collector/hang.cpp): each stream's queue of operations not yet
+  // written, oldest first, the latest GPU end written on it, and its Unconfirmed operations
+  // (oldest first, at most kUnconfirmedKept).
+  template <class F>
+  void each_stream(F&& f) const {
+    for (const Stream* s : streams_) f(s->id, s->q, s->last_end, s->unconfirmed);
+  }
+  struct DoneCollective {
+    uint64_t seq = 0, corr = 0;
+    int64_t start = 0, end = 0;
+    uint32_t name_id = 0, stream = 0, tid = 0;
+    uint16_t device = 0;
+  };
+  static constexpr size_t kDoneCollectivesKept = 8;
+  static constexpr size_t kUnconfirmedKept = 16;
+  const std::deque<DoneCollective>& done_collectives() const { return done_coll_; }  // newest last
+  uint64_t collectives_done() const { return coll_done_; }
   using Recycler = void (*)(ThreadState* owner, CUcontext ctx, CUevent a, CUevent b);
   void set_recycler(Recycler fn) { recycle_ = fn; }
 
@@ -93,9 +121,10 @@ class OpResolver {
     uint64_t last_seq = 0;  // newest op added
     uint64_t wait_seq = 0;  // pending cross-stream dependency for the next op
     int64_t wait_end = 0;
-    bool last_not_sampled = false;  // the newest op added was outside the GPU-timing sample
-    uint32_t last_cupti_corr = 0;   // CUPTI correlation id of the newest CUPTI op, until settled
-    int64_t last_cupti_end = 0;     // ... and the return of its call (newest: the latest return)
+    bool last_not_sampled = false;         // the newest op added was outside the GPU-timing sample
+    uint32_t last_cupti_corr = 0;          // CUPTI correlation id of the newest CUPTI op, until settled
+    int64_t last_cupti_end = 0;            // ... and the return of its call (newest: the latest return)
+    std::vector<Unconfirmed> unconfirmed;  // the first such since the last op written with a GPU time
   };
   struct Key {
     uint64_t handle, ctx, tid;
@@ -129,6 +158,8 @@ class OpResolver {
   size_t pending_ = 0;
   uint64_t missing_ = 0;
   uint64_t pending_exit_ = 0;
+  std::deque<DoneCollective> done_coll_;  // the last kDoneCollectivesKept collectives written complete
+  uint64_t coll_done_ = 0;
   Recycler recycle_ = nullptr;
 };
 

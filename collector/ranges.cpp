@@ -106,6 +106,17 @@ void RangeTracker::maybe_write(OpenRange* r) {
   delete r;
 }
 
+std::vector<uint32_t> RangeTracker::open_on(uint32_t tid) const {
+  std::vector<uint32_t> out;
+  auto it = stacks_.find(tid);
+  if (it != stacks_.end())
+    for (const DomainStack& d : it->second)
+      for (const OpenRange* r : d.open) out.push_back(r->rec.name_id);
+  for (const auto& [id, r] : started_)
+    if (r->rec.tid == tid) out.push_back(r->rec.name_id);
+  return out;
+}
+
 void RangeTracker::finish(int64_t end_ts) {
   for (auto& [tid, stacks] : stacks_)
     for (DomainStack& d : stacks)

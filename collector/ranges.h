@@ -42,6 +42,9 @@ class RangeTracker {
   // End of capture at `end_ts`: ranges never closed are written open (trace::kRangeOpen), ending
   // there.
   void finish(int64_t end_ts);
+  // The names (string ids) of the ranges open on `tid`, outermost first: its push/pop ranges of
+  // every domain, then the start/end ranges it started.
+  std::vector<uint32_t> open_on(uint32_t tid) const;
 
  private:
   OpenRange* open(uint32_t tid, int64_t ts, const Attrs& a, trace::RangeKind kind, uint64_t id);

@@ -71,6 +71,7 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
     const Names::Func& f = r.sub == uint8_t(trace::KernelKind::Graph) ? names_.graph(r.kernel.func, &k.graph_id)
                                                                       : names_.function(r.kernel.func, device);
     k.name_id = f.name_id, k.regs = f.regs, k.static_smem = f.static_smem;
+    if (f.collective && !(r.flags & kRawCaptured)) op.coll_seq = ++collectives_launched_;
     std::copy(r.kernel.grid, r.kernel.grid + 3, k.grid);
     std::copy(r.kernel.block, r.kernel.block + 3, k.block);
     k.dyn_smem = r.kernel.shmem;
@@ -94,6 +95,7 @@ void Collector::add_gpu_op(const Drained& d, int64_t t0, int64_t t1, uint16_t de
     s.bytes = r.set.bytes, s.value = r.set.value, s.element_size = r.set.elem;
     op.type = trace::RecType::Memset;
   }
+  op.stack = d.stack;
   ranges_.attach(d.owner->tid, &op.ranges);
   ops_.add(std::move(op));
 }

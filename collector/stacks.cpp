@@ -130,6 +130,17 @@ uint32_t ModuleMap::resolve(uint64_t pc, uint64_t* offset) {
   return m->id;
 }
 
+std::vector<uint64_t> StackInterner::raw_pcs(uint32_t id) const {
+  std::vector<uint64_t> pcs;
+  for (const auto& [key, sid] : by_pcs_) {
+    if (sid != id) continue;
+    pcs.resize(key.size() / sizeof(uint64_t));
+    std::memcpy(pcs.data(), key.data(), pcs.size() * sizeof(uint64_t));
+    break;
+  }
+  return pcs;
+}
+
 uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
   if (n == 0) return 0;
   key_.assign(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));  // reuses its buffer

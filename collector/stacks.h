@@ -65,6 +65,8 @@ class StackInterner {
   uint32_t intern_frames(const uint64_t* pcs, uint32_t n);
   ModuleMap& modules() { return modules_; }
   size_t stacks() const { return by_frames_.size(); }
+  // The raw PCs of one interned stack (a scan: for the rare hang report), empty if unknown.
+  std::vector<uint64_t> raw_pcs(uint32_t id) const;
 
  private:
   ModuleMap modules_;

@@ -93,6 +93,13 @@ void load_config() {
       log_warn("CUTRACE_BUFFER_MB=%s not understood (megabytes, 1 to 1048576); using %zu", v, c.buffer_mb);
     else c.buffer_mb = size_t(mb);
   }
+  if (const char* v = env("CUTRACE_HANG_TIMEOUT")) {
+    char* end = nullptr;
+    double t = strtod(v, &end);
+    if (end == v || *end || !(t >= 0 && t <= 1e7))
+      log_warn("CUTRACE_HANG_TIMEOUT=%s not understood (seconds, 0 = off); using %g", v, c.hang_timeout_s);
+    else c.hang_timeout_s = t;
+  }
   if (c.timing_exact && c.gpu_sample < 1) {
     log_warn("CUTRACE_GPU_TIMING=exact times every operation: CUTRACE_GPU_SAMPLE ignored");
     c.gpu_sample = 1;

@@ -53,6 +53,9 @@ struct Config {
   // collector (runtime/record_buffer.h); past it records are dropped, counted and marked.
   size_t buffer_mb = 256;
   int64_t gpu_sample_period_ns = 200000000;
+  // CUTRACE_HANG_TIMEOUT: seconds a GPU operation may stay incomplete, or a thread blocked in a
+  // synchronisation, before the collector writes a hang report (0 = no watchdog).
+  double hang_timeout_s = 300;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
   // CUTRACE_CAPTURE_RANGE or CUTRACE_DELAY was given: the smprof API may not take windows over.

@@ -82,6 +82,10 @@ enum class RecType : uint16_t {
   Stack = 41,    // an interned call stack: frames as (module, offset)
   OpStack = 42,  // links an operation (by corr) to the call stack that issued it
   Payload = 43,  // an NVTX event's scalar payload; directly precedes its Range or Mark record
+  // The hang watchdog (--hang-timeout): a report, its items, and the report's work completing.
+  Hang = 48,
+  HangItem = 49,
+  HangEnd = 50,
 };
 
 struct RecHeader {
@@ -537,6 +541,58 @@ struct OpStackRec {
   uint16_t pad;
 };
 static_assert(sizeof(OpStackRec) == 20);
+
+// The hang watchdog (CUTRACE_HANG_TIMEOUT): GPU work incomplete, or a thread blocked in a
+// synchronisation, longer than timeout_ns. A Hang record, then its HangItem records (same hang).
+struct HangRec {
+  RecHeader h;
+  int64_t ts;                     // when the watchdog reported it
+  int64_t since;                  // the oldest stuck item's start (see HangItemRec::begin)
+  int64_t timeout_ns;             // the watchdog's timeout
+  uint32_t hang;                  // 1, 2, ... per file
+  uint32_t ops;                   // operations launched and not complete (all streams)
+  uint32_t threads;               // threads blocked in a synchronisation
+  uint32_t report_id;             // string: path of the text report (DIR/hang.<host>.rank<N>.txt)
+  uint64_t collectives_launched;  // NCCL kernels launched so far
+  uint64_t collectives_done;      // ... of which complete
+};
+static_assert(sizeof(HangRec) == 4 + 8 * 3 + 4 * 4 + 8 * 2);
+
+enum class HangItemKind : uint8_t {
+  Op = 1,              // launched, not complete: begin/end = the launch call, stream, name, stack
+  Thread = 2,          // a thread blocked in a synchronisation since begin: api, stream or event
+  CollectiveDone = 3,  // one of the last collectives completed: begin/end = its GPU span
+};
+
+struct HangItemRec {
+  RecHeader h;
+  int64_t begin;
+  int64_t end;     // 0 for a Thread item
+  uint64_t corr;   // the operation's correlation id (Op, CollectiveDone); 0 for a Thread item
+  uint64_t seq;    // collective sequence number (the process's NCCL kernels by launch, from 1); 0: none
+  uint64_t event;  // Thread: the CUevent waited for, if any
+  uint32_t hang;   // HangRec::hang
+  uint32_t tid;
+  uint32_t stream;   // stream id, 0 = none
+  uint32_t name_id;  // Op, CollectiveDone: kernel name or "memcpy HtoD" / "memset"; Thread: api name
+  uint32_t stack;    // StackRec id of the launch's call stack, 0 = none captured
+  uint16_t op_type;  // RecType of the operation (Kernel, Memcpy, Memset); Sync for a Thread item
+  uint16_t device;
+  uint8_t kind;       // HangItemKind
+  uint8_t sync_kind;  // Thread: SyncKind
+  uint8_t pad[2];
+};
+static_assert(sizeof(HangItemRec) == 4 + 8 * 5 + 4 * 5 + 2 * 2 + 4);
+
+// The work a Hang record reported completed (every op item done, every blocked thread returned).
+struct HangEndRec {
+  RecHeader h;
+  int64_t ts;        // when the watchdog saw it
+  int64_t stuck_ns;  // ts - HangRec::since
+  uint32_t hang;
+  uint32_t pad;
+};
+static_assert(sizeof(HangEndRec) == 4 + 8 * 2 + 4 * 2);
 
 #pragma pack(pop)
 

@@ -455,6 +455,9 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
     {trace::RecType::Payload, "Payload"},
+    {trace::RecType::Hang, "Hang"},
+    {trace::RecType::HangItem, "HangItem"},
+    {trace::RecType::HangEnd, "HangEnd"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -220,6 +220,9 @@ struct MinSizes {
     set_min<trace::StackRec>(v, T::Stack);
     set_min<trace::OpStackRec>(v, T::OpStack);
     set_min<trace::PayloadRec>(v, T::Payload);
+    set_min<trace::HangRec>(v, T::Hang);
+    set_min<trace::HangItemRec>(v, T::HangItem);
+    set_min<trace::HangEndRec>(v, T::HangEnd);
   }
 };
 inline constexpr MinSizes kMinSizes;

@@ -57,6 +57,10 @@ class TraceWriter {
   bool flush();                                            // compress and write the pending block, if any
   bool close(uint64_t dropped_total, uint32_t end_flags);  // End record, flush, close
 
+  // The text of an interned string (id from intern()); "" for 0 or an unknown id.
+  std::string_view text(uint32_t id) const {
+    return id && id <= string_store_.size() ? std::string_view(string_store_[id - 1]) : std::string_view();
+  }
   uint64_t records() const { return records_; }
   uint64_t bytes_written() const { return bytes_written_; }
   bool failed() const { return failed_; }

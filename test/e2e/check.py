@@ -27,6 +27,7 @@ AREAS = ["summary_checks",    # counts and times of `cutrace summary`
          "nvtx_checks",       # NVTX against the specification's oracle
          "hardening_checks",  # hostile and damaged files
          "job_checks",        # multi-rank jobs
+         "hang_checks",       # the hang watchdog and `cutrace hang`
          "diff_checks"]       # `cutrace diff` of two runs
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Modules, libraries, functions and kernels. A fake "image" is NUL-terminated text with one line
 // per kernel:
 //     kernel <mangled_name> <duration_ns> [regs=<n>] [smem=<bytes>]
+// A duration of `inf` never ends within a test (10^18 ns, some 31 years): a hung kernel.
 // Blank lines and `#` comments are ignored; anything else makes the load fail with
 // CUDA_ERROR_INVALID_IMAGE. A kernel whose name contains "__fail_launch" refuses every launch.
 // A library (cuLibraryLoadData) owns one module, and one CUkernel per function of it.
@@ -58,7 +59,8 @@ bool parseKernelLine(const std::string& line, CUfunc_st* f) {
   std::string keyword, duration, option;
   if (!nextToken(line, &pos, &keyword) || keyword != "kernel") return false;
   if (!nextToken(line, &pos, &f->name) || !nextToken(line, &pos, &duration)) return false;
-  if (!parseUnsigned(duration, &f->durationNs)) return false;
+  if (duration == "inf") f->durationNs = 1000000000000000000ull;
+  else if (!parseUnsigned(duration, &f->durationNs)) return false;
   while (nextToken(line, &pos, &option)) {
     if (!parseOption(option, f)) return false;
   }

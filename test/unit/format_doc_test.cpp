@@ -231,3 +231,32 @@ TEST_CASE("FORMAT.md describes the NVTX Payload record as format.h defines it") 
       FIELD(PayloadRec, type),   FIELD(PayloadRec, pad), FIELD(PayloadRec, bits)};
   CHECK(p.fields == want);
 }
+
+TEST_CASE("FORMAT.md describes the hang watchdog's records (Hang, HangItem, HangEnd) as format.h defines them") {
+  DocTable h = doc_table("Hang", int(RecType::Hang));
+  CHECK(h.record_size == sizeof(HangRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_h = {FIELD(HangRec, ts),
+                                                             FIELD(HangRec, since),
+                                                             FIELD(HangRec, timeout_ns),
+                                                             FIELD(HangRec, hang),
+                                                             FIELD(HangRec, ops),
+                                                             FIELD(HangRec, threads),
+                                                             FIELD(HangRec, report_id),
+                                                             FIELD(HangRec, collectives_launched),
+                                                             FIELD(HangRec, collectives_done)};
+  CHECK(h.fields == want_h);
+  DocTable i = doc_table("HangItem", int(RecType::HangItem));
+  CHECK(i.record_size == sizeof(HangItemRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_i = {
+      FIELD(HangItemRec, begin), FIELD(HangItemRec, end),       FIELD(HangItemRec, corr),
+      FIELD(HangItemRec, seq),   FIELD(HangItemRec, event),     FIELD(HangItemRec, hang),
+      FIELD(HangItemRec, tid),   FIELD(HangItemRec, stream),    FIELD(HangItemRec, name_id),
+      FIELD(HangItemRec, stack), FIELD(HangItemRec, op_type),   FIELD(HangItemRec, device),
+      FIELD(HangItemRec, kind),  FIELD(HangItemRec, sync_kind), FIELD(HangItemRec, pad)};
+  CHECK(i.fields == want_i);
+  DocTable e = doc_table("HangEnd", int(RecType::HangEnd));
+  CHECK(e.record_size == sizeof(HangEndRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_e = {FIELD(HangEndRec, ts), FIELD(HangEndRec, stuck_ns),
+                                                             FIELD(HangEndRec, hang), FIELD(HangEndRec, pad)};
+  CHECK(e.fields == want_e);
+}

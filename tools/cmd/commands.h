@@ -15,3 +15,4 @@ void add_export_command(CLI::App& app);    // tools/cmd/export.cpp: chrome, perf
 void add_report_command(CLI::App& app);    // tools/cmd/report.cpp: self-contained HTML report
 void add_serve_command(CLI::App& app);     // tools/cmd/serve.cpp
 void add_status_command(CLI::App& app);    // tools/cmd/status.cpp
+void add_hang_command(CLI::App& app);      // tools/cmd/hang.cpp

@@ -348,6 +348,23 @@ std::string RecordPrinter::sample(const Record& rec) const {
       const auto& e = rec.as<tf::EndRec>();
       return format_copies("ts={} records={} dropped={} flags={}", e.ts, e.records, e.dropped, end_flags(e.flags));
     }
+    case tf::RecType::Hang: {
+      const auto& h = rec.as<tf::HangRec>();
+      return format_copies("ts={} hang={} since={} timeout_ns={} ops={} threads={} collectives={}/{} report={}", h.ts,
+                           h.hang, h.since, h.timeout_ns, h.ops, h.threads, h.collectives_done, h.collectives_launched,
+                           s(h.report_id));
+    }
+    case tf::RecType::HangItem: {
+      const auto& i = rec.as<tf::HangItemRec>();
+      static const char* const kinds[] = {"unknown", "op", "thread", "collective_done"};
+      return format_copies("hang={} kind={} span=[{}..{}] corr={} seq={} tid={} stream={} name={} stack={}", i.hang,
+                           kinds[i.kind < 4 ? i.kind : 0], i.begin, i.end, i.corr, i.seq, i.tid, i.stream, s(i.name_id),
+                           i.stack);
+    }
+    case tf::RecType::HangEnd: {
+      const auto& e = rec.as<tf::HangEndRec>();
+      return format_copies("ts={} hang={} stuck_ns={}", e.ts, e.hang, e.stuck_ns);
+    }
     default: return {};
   }
 }

@@ -39,7 +39,9 @@ struct RecordOptions {
   std::string capture_steps;
   long capture_repeat = 0;
   double delay = 0, duration = 0;
-  double buffer_mb = 0;  // 0: the shim's default (CUTRACE_BUFFER_MB)
+  double buffer_mb = 0;       // 0: the shim's default (CUTRACE_BUFFER_MB)
+  double hang_timeout = 300;  // CUTRACE_HANG_TIMEOUT (set only when given: the environment's stands otherwise)
+  bool hang_timeout_given = false;
   std::vector<std::string> command;
 };
 
@@ -213,6 +215,11 @@ int run_record(const RecordOptions& o) {
   setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
   if (o.buffer_mb > 0) setenv("CUTRACE_BUFFER_MB", std::to_string(int64_t(o.buffer_mb)).c_str(), 1);
+  if (o.hang_timeout_given) {
+    char hang[32];
+    snprintf(hang, sizeof hang, "%g", o.hang_timeout);
+    setenv("CUTRACE_HANG_TIMEOUT", hang, 1);
+  }
   // --capture-range=nvtx:PATTERN is shorthand for nvtx + CUTRACE_CAPTURE_NVTX=PATTERN.
   std::string range = o.capture_range, pattern;
   if (range.rfind("nvtx:", 0) == 0) pattern = range.substr(5), range = "nvtx";
@@ -314,6 +321,12 @@ void add_record_command(CLI::App& app) {
                   "Most memory (MB) each process's records may take while they wait to be written "
                   "(default 256); past it records are dropped, counted and marked in the trace")
       ->check(CLI::Range(1.0, 1048576.0));
+  sub->add_option("--hang-timeout", opts->hang_timeout,
+                  "Seconds a GPU operation may stay incomplete, or a thread blocked in a synchronisation, "
+                  "before a hang report is written (stderr, DIR/hang.<host>.rank<N>.txt, the trace); "
+                  "default 300, 0 = off. The job goes on")
+      ->check(CLI::Range(0.0, 1e7))
+      ->each([opts](const std::string&) { opts->hang_timeout_given = true; });
   sub->add_option("--capture-range", opts->capture_range,
                   "What opens capture windows: process (default), cudaProfilerApi, nvtx:PATTERN (NVTX "
                   "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())")
