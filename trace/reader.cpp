@@ -454,6 +454,9 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Module, "Module"},
     {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
+    {trace::RecType::CounterDef, "CounterDef"},
+    {trace::RecType::CounterSample, "CounterSample"},
+    {trace::RecType::CounterMissing, "CounterMissing"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -219,6 +219,9 @@ struct MinSizes {
     set_min<trace::ModuleRec>(v, T::Module);
     set_min<trace::StackRec>(v, T::Stack);
     set_min<trace::OpStackRec>(v, T::OpStack);
+    set_min<trace::CounterDefRec>(v, T::CounterDef);
+    set_min<trace::CounterSampleRec>(v, T::CounterSample);
+    set_min<trace::CounterMissingRec>(v, T::CounterMissing);
   }
 };
 inline constexpr MinSizes kMinSizes;

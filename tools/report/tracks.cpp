@@ -3,12 +3,14 @@
 #include "tools/analysis/losses.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "tools/analysis/align.h"
 #include "tools/analysis/stacks.h"
 #include "tools/analysis/summary_model.h"  // sat_add, sat_sub: damaged times must not overflow
 #include "tools/common/format_util.h"
+#include "tools/export/counter_series.h"
 #include "trace/reader.h"
 
 namespace cutrace::report {
@@ -46,6 +48,8 @@ struct Sample {
 };
 
 // One file's events before they become tracks.
+constexpr size_t kMaxCoreTracks = 64;  // more cores: no per-core tracks (one track each)
+
 struct FileEvents {
   FileInfo info;
   std::map<uint32_t, std::string> thread_names;
@@ -56,8 +60,11 @@ struct FileEvents {
   std::map<uint16_t, std::string> device_names;
   std::map<uint16_t, std::vector<std::pair<int64_t, int64_t>>> busy;  // GPU intervals per device
   std::vector<MemEvent> mem;
-  std::vector<Sample> cpu;                       // host %, process % (of one core)
-  std::map<uint16_t, std::vector<Sample>> nvml;  // util %, mem_used bytes
+  std::vector<Sample> cpu;                                     // host %, process % (of one core)
+  std::map<uint16_t, std::vector<Sample>> nvml;                // util %, mem_used bytes
+  std::vector<std::vector<std::pair<int64_t, double>>> cores;  // per core: (ts, utilisation %)
+  tools::CounterSet counters;                                  // CPU performance counters (times as recorded)
+  int64_t offset_ns = 0;                                       // added to the counters' times
 };
 
 class Loader {
@@ -68,6 +75,7 @@ class Loader {
   void read(TraceReader& r, FileEvents& f, int64_t offset_ns) {
     f_ = &f;
     off_ = offset_ns;
+    f.offset_ns = offset_ns;
     r_ = &r;
     f.info.path = r.path();
     f.info.host = std::string(r.meta("host"));
@@ -249,6 +257,22 @@ class Loader {
         const auto& c = rec.as<trace::CpuSampleRec>();
         extent(at(c.ts), at(c.ts));
         f_->cpu.push_back({at(c.ts), c.total_util / 100.0, c.process_util / 100.0});
+        std::string_view tail = rec.tail(sizeof(trace::CpuSampleRec));
+        size_t n = std::min<size_t>(c.ncores, tail.size() / 2);
+        if (n <= kMaxCoreTracks && f_->cores.size() < n) f_->cores.resize(n);
+        for (size_t i = 0; i < n && i < f_->cores.size(); ++i) {
+          uint16_t v;
+          std::memcpy(&v, tail.data() + 2 * i, sizeof v);
+          f_->cores[i].push_back({at(c.ts), v / 100.0});
+        }
+        break;
+      }
+      case T::CounterDef:
+      case T::CounterMissing: f_->counters.add(rec, *r_); break;
+      case T::CounterSample: {
+        const int64_t ts = rec.as<trace::CounterSampleRec>().ts;
+        extent(at(ts), at(ts));
+        f_->counters.add(rec, *r_);
         break;
       }
       case T::GpuSample: {
@@ -446,6 +470,21 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
       }
       add_counter(tl, p, "CPU utilisation % (host)", int(fi), "cpu_host", -1, std::move(host));
       add_counter(tl, p, "CPU utilisation % (process)", int(fi), "cpu_process", -1, std::move(proc));
+      for (size_t core = 0; core < f.cores.size(); ++core) {
+        CounterSeries c;
+        c.unit = "%";
+        for (const auto& [ts, v] : f.cores[core]) c.ts.push_back(ts), c.value.push_back(v);
+        add_counter(tl, p, ::fmt::format("CPU {} utilisation % (host core)", core), int(fi), "cpu_core", -1,
+                    std::move(c));
+      }
+      // CPU performance counters: rates per interval, the process's then per CPU, and IPC.
+      for (const exporter::CounterSeries& cs : exporter::counter_series(f.counters)) {
+        CounterSeries c;
+        c.unit = cs.unit;
+        for (const tools::CounterSeriesPoint& pt : cs.points)
+          c.ts.push_back(sat_add(pt.ts, f.offset_ns)), c.value.push_back(pt.value);
+        add_counter(tl, p, cs.name, int(fi), cs.cpu >= 0 ? "cpu_counter_cpu" : "cpu_counter", -1, std::move(c));
+      }
       tl->files.push_back(f.info);
     }
   }
