@@ -12,8 +12,8 @@ T=$(mktemp -d)
 SHIM=(LD_PRELOAD=$PWD/$B/lib/libcutrace.so CUTRACE_OUTPUT=$T/o CUTRACE_BACKTRACE=none CUTRACE_GPU_TIMING=none)
 run() {  # label, env...
   local label=$1; shift
-  env "$@" LOOP_CLOCK=cpu "$B/test/e2e/launch_loop" "$N" launch 0 >> "$T/cpu_$label"
-  env "$@" "$B/test/e2e/launch_loop" "$N" launch 0 >> "$T/wall_$label"
+  env "$@" LOOP_CLOCK=cpu "$B/test/e2e/launch_loop" "$N" launch 0 >> "$T/cpu_$label" 2>/dev/null
+  env "$@" "$B/test/e2e/launch_loop" "$N" launch 0 >> "$T/wall_$label" 2>/dev/null
 }
 for r in $(seq "$REPS"); do
   run off "${SHIM[@]}" CUTRACE_SAMPLE_HZ=0

@@ -2,7 +2,8 @@
 // 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
 // and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job; a
 // sampled recording of test/e2e/paced_launches on the fake driver checks the Est. total column, and
-// one of test/e2e/nvtx_app in three capture windows the windows table.
+// one of test/e2e/nvtx_app in three capture windows the windows table, one of test/e2e/sync_sites
+// the synchronisation call sites.
 import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
@@ -285,17 +286,27 @@ test('launch latency, GPU time breakdown, short kernels and sync call sites card
   assertNs(await val('short-kernels', 'total_ns'), sk.total_ns, 'short kernels GPU time');
   assertPct(await val('short-kernels', 'launch_share'), sk.launch_share, 'short kernels launch share');
   assertPct(await val('short-kernels', 'time_share'), sk.time_share, 'short kernels time share');
-  const sites = summary.sync_call_sites.sites;
-  const rows = await page.$$eval('[data-table="sync-sites"] tbody tr', (trs) => trs.map((tr) => ({
+  // Sync call sites need call stacks: a recording of test/e2e/sync_sites (three named sites).
+  const job = path.join(dir, 'syncsites');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--', path.join(build, 'test/e2e/sync_sites')], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'syncsites.html'), '-q']);
+  const sites = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString()).sync_call_sites.sites;
+  assert.ok(sites.length >= 3, `sync_sites has its call sites in the summary: ${JSON.stringify(sites)}`);
+  const r = await openReport(browser, path.join(dir, 'syncsites.html'));
+  const rows = await r.page.$$eval('[data-table="sync-sites"] tbody tr', (trs) => trs.map((tr) => ({
     site: tr.querySelector('[data-col="site"]').textContent, count: tr.querySelector('[data-col="count"]').textContent,
     total: tr.querySelector('[data-col="total_ns"]').textContent})));
   assert.equal(rows.length, sites.length, 'one row per call site');
   for (const x of sites) {
-    const r = rows.find((y) => y.site === x.site);
-    assert.ok(r, `site ${x.site} in the table`);
-    assert.equal(parseCount(r.count), x.count);
-    assertNs(r.total, x.total_ns, `site ${x.site} total`);
+    const row = rows.find((y) => y.site === x.site);
+    assert.ok(row, `site ${x.site} in the table`);
+    assert.equal(parseCount(row.count), x.count);
+    assertNs(row.total, x.total_ns, `site ${x.site} total`);
   }
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
 });
 
 test('CPU counters: the dashboard table, IPC and missing list equal summary --json; the timeline has their tracks', async () => {
