@@ -60,8 +60,13 @@ struct FileEvents {
   std::map<uint16_t, std::string> device_names;
   std::map<uint16_t, std::vector<std::pair<int64_t, int64_t>>> busy;  // GPU intervals per device
   std::vector<MemEvent> mem;
-  std::vector<Sample> cpu;                                     // host %, process % (of one core)
-  std::map<uint16_t, std::vector<Sample>> nvml;                // util %, mem_used bytes
+  std::vector<Sample> cpu;                       // host %, process % (of one core)
+  std::map<uint16_t, std::vector<Sample>> nvml;  // util %, mem_used bytes
+  struct Clocks {
+    int64_t ts;
+    double sm_mhz, power_w, temp_c;  // 0: NVML gave none
+  };
+  std::map<uint16_t, std::vector<Clocks>> clocks;              // by device
   std::vector<std::vector<std::pair<int64_t, double>>> cores;  // per core: (ts, utilisation %)
   tools::CounterSet counters;                                  // CPU performance counters (times as recorded)
   int64_t offset_ns = 0;                                       // added to the counters' times
@@ -279,6 +284,7 @@ class Loader {
         const auto& g = rec.as<trace::GpuSampleRec>();
         extent(at(g.ts), at(g.ts));
         f_->nvml[+g.device].push_back({at(g.ts), double(g.util), double(g.mem_used)});
+        f_->clocks[+g.device].push_back({at(g.ts), double(g.sm_clock_mhz), g.power_mw / 1000.0, double(g.temp_c)});
         break;
       }
       default: break;
@@ -461,6 +467,18 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
         add_counter(tl, g, "GPU utilisation % (NVML)", int(fi), "gpu_util", dev, std::move(util));
         add_counter(tl, g, "device memory used (NVML)", int(fi), "gpu_mem_used", dev, std::move(used));
         add_counter(tl, g, "device memory allocated (cuMemAlloc*)", int(fi), "gpu_mem_alloc", dev, std::move(mem[dev]));
+        // SM clock, power and temperature: a track each where NVML gave a value at least once.
+        const std::vector<FileEvents::Clocks>& ck = f.clocks[dev];
+        auto clock_track = [&](const char* name, const char* series, const char* unit, double FileEvents::Clocks::*v) {
+          CounterSeries c;
+          c.unit = unit;
+          bool any = false;
+          for (const FileEvents::Clocks& x : ck) c.ts.push_back(x.ts), c.value.push_back(x.*v), any |= x.*v > 0;
+          if (any) add_counter(tl, g, name, int(fi), series, dev, std::move(c));
+        };
+        clock_track("SM clock MHz (NVML)", "gpu_sm_clock", "MHz", &FileEvents::Clocks::sm_mhz);
+        clock_track("power W (NVML)", "gpu_power", "W", &FileEvents::Clocks::power_w);
+        clock_track("temperature C (NVML)", "gpu_temp", "C", &FileEvents::Clocks::temp_c);
       }
       CounterSeries host, proc;
       host.unit = "%", proc.unit = "% of one core";
