@@ -1,7 +1,9 @@
 """CPU performance counters: recorded by the collector's sampler on this machine, named with the
-reason where the PMU or perf_event_paranoid forbids them, and shown by summary and the exports."""
+reason where the PMU or perf_event_paranoid forbids them, and shown by summary and the exports;
+the GPU sampler's clock, power and temperature on the fake NVML, shown as report tracks."""
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -144,3 +146,29 @@ def cpu_counters_unprivileged(s, c):
         c.equal("counting mode", trace_meta(s, c, path).get("cpu_counters_mode"), "user")
     lines = [x for x in p.stderr.splitlines() if "CPU counters missing:" in x]
     c.equal("warning lines", len(lines), 1 if miss else 0)
+
+
+@test
+def nvml_clock_power_temperature_tracks(s, c):
+    """The GPU sampler on the fake NVML (test/fake_nvml: call k answers SM clock 1400 + 10 k MHz,
+    power 200 + k W, temperature 50 + k % 30 C): the report's GPU tracks carry those values."""
+    d = s.tmpdir("nvml")
+    nvml = os.path.join(s.build, "test", "fake_nvml")
+    ld = nvml + ":" + s.env.get("LD_LIBRARY_PATH", "")
+    s.record(c, d, [s.prog("paced_launches"), "400"], opts=["--sample-hz", "50"], extra_env={"LD_LIBRARY_PATH": ld})
+    html = os.path.join(d, "r.html")
+    p = s.run([s.cutrace, "report", d, "-o", html, "-q"])
+    c.require(p.returncode == 0, f"report: {tail(p.stderr)}")
+    with open(html) as f:
+        page = f.read()
+    series = {}
+    for m in re.finditer(r'"device":(\d+),"series":"(gpu_sm_clock|gpu_power|gpu_temp)","unit":"[^"]*",'
+                         r'"ts":\[[^\]]*\],"value":\[([^\]]*)\]', page):
+        series[(int(m.group(1)), m.group(2))] = [float(v) for v in m.group(3).split(",") if v]
+    c.require((0, "gpu_sm_clock") in series, f"no SM clock track for GPU 0: {sorted(series)}")
+    clock, power, temp = (series.get((0, k), []) for k in ("gpu_sm_clock", "gpu_power", "gpu_temp"))
+    c.expect(len(clock) >= 5 and len(clock) == len(power) == len(temp), f"samples: {len(clock)}, {len(power)}, {len(temp)}")
+    ks = [(v - 1400) / 10 for v in clock]
+    c.expect(all(b > a for a, b in zip(ks, ks[1:])), f"SM clock ramps up: {clock}")
+    c.expect(all(pw == 200 + k for pw, k in zip(power, ks)), f"power W follows the same calls: {power} vs {ks}")
+    c.expect(all(t == 50 + k % 30 for t, k in zip(temp, ks)), f"temperature: {temp} vs {ks}")
