@@ -31,6 +31,7 @@ SHIM_SRC   := $(RUNTIME_SRC) $(COLLECTOR_SRC) $(wildcard shim/*.cpp) $(wildcard 
 TOOLS_SRC  := $(wildcard tools/*/*.cpp)
 FAKE_SRC   := $(wildcard test/fake_cuda/*.cpp)
 FAKE_CUPTI_SRC := $(wildcard test/fake_cupti/*.cpp)
+FAKE_NVML_SRC := $(wildcard test/fake_nvml/*.cpp)
 UNIT_SRC   := $(wildcard test/unit/*.cpp)
 E2E_SRC    := $(wildcard test/e2e/*.cpp)
 FUZZ_SRC   := $(wildcard test/fuzz/*.cpp)
@@ -51,6 +52,7 @@ TOOLS_A  := $(BUILD)/lib/libcutrace_tools.a
 CLI_BIN  := $(BUILD)/bin/cutrace
 FAKE_SO  := $(BUILD)/test/fake_cuda/libcuda.so.1
 FAKE_CUPTI_SO := $(BUILD)/test/fake_cupti/libcupti.so
+FAKE_NVML_SO := $(BUILD)/test/fake_nvml/libnvidia-ml.so.1
 UNIT_BIN := $(BUILD)/test/unit_tests
 DISK_FULL_SO := $(BUILD)/test/libdisk_full.so
 NVTX_ORACLE_SO := $(BUILD)/test/libnvtx_oracle.so
@@ -124,6 +126,11 @@ $(FAKE_SO): $(call obj,$(FAKE_SRC))
 
 # The fake CUPTI (test/fake_cupti/fake_cupti.h): CUTRACE_CUPTI points cutrace at it in the e2e
 # tests; it finds the fake driver at run time (dlsym), linking neither it nor the real CUPTI.
+# The fake NVML (test/fake_nvml): on LD_LIBRARY_PATH only in the e2e tests of the GPU sampler.
+$(FAKE_NVML_SO): $(call obj,$(FAKE_NVML_SRC))
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) -shared -o $@ $^ -Wl,-soname,libnvidia-ml.so.1
+
 $(FAKE_CUPTI_SO): $(call obj,$(FAKE_CUPTI_SRC)) test/fake_cupti/exports.map
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) -shared -o $@ $(call obj,$(FAKE_CUPTI_SRC)) -Wl,--version-script=test/fake_cupti/exports.map \
@@ -178,7 +185,7 @@ $(LAUNCH_AB): $(call obj,bench/gpu/launch_ab.cpp) $(FAKE_SO)
 
 # test-bins: everything the suites need, built without running them (then run one e2e test with
 # `BUILD=build bash test/e2e/run.sh NAME`).
-TEST_BINS = all $(FAKE_SO) $(FAKE_CUPTI_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) \
+TEST_BINS = all $(FAKE_SO) $(FAKE_CUPTI_SO) $(FAKE_NVML_SO) $(UNIT_BIN) $(E2E_BINS) $(REPORT_GEN) $(CRAFT_TRACE) $(DISK_FULL_SO) \
             $(CLOCK_SHIFT_SO) $(NVTX_ORACLE_SO) $(LAUNCH_AB)
 test-bins: $(TEST_BINS)
 
@@ -208,7 +215,7 @@ sanitize:  # one after the other: both at once would double the load on the timi
 	$(MAKE) sanitize-asan
 	$(MAKE) sanitize-tsan
 sanitize-tsan sanitize-asan: sanitize-%:
-	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) \
+	$(MAKE) BUILD=build-$* CXXFLAGS="$(SAN_FLAGS_$*)" TOOLS_OPT= LDFLAGS="$(SAN_FLAGS_$*)" all $(FAKE_SO:$(BUILD)/%=build-$*/%) $(FAKE_CUPTI_SO:$(BUILD)/%=build-$*/%) $(FAKE_NVML_SO:$(BUILD)/%=build-$*/%) \
 	  $(UNIT_BIN:$(BUILD)/%=build-$*/%) $(E2E_BINS:$(BUILD)/%=build-$*/%) $(DISK_FULL_SO:$(BUILD)/%=build-$*/%) \
 	  $(NVTX_ORACLE_SO:$(BUILD)/%=build-$*/%) $(CRAFT_TRACE:$(BUILD)/%=build-$*/%) \
 	  $(CLOCK_SHIFT_SO:$(BUILD)/%=build-$*/%)

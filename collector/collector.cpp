@@ -219,7 +219,10 @@ void Collector::run() {
       d.cuDeviceGetUuid(&u, i);
       uuids.emplace_back(u.bytes, u.bytes + 16);
     }
-  if (sample_period_) gpus_.init(uuids);
+  if (sample_period_) {
+    gpus_.init(uuids);
+    counters_.open(w_, config().cpu_counters, sample_period_);
+  }
   for (;;) {
     int64_t now = mono_ns();
     cycle(now);
@@ -280,6 +283,7 @@ void Collector::periodic(int64_t now) {
   // Samplers run inside capture windows only: outside them the job is left alone.
   if (sample_period_ && now - last_sample_ >= sample_period_ && g_capture_on.load(std::memory_order_relaxed)) {
     cpu_.sample(w_, now);
+    counters_.sample(w_, now);
     gpus_.sample(w_, now);
     last_sample_ = now;
   }

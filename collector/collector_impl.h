@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include "collector/cpu_counters.h"
 #include "collector/gpu_clock.h"
 #include "collector/names.h"
 #include "collector/ops.h"
@@ -114,6 +115,7 @@ class Collector {
   Names names_{w_};
   StackInterner stacks_{w_};
   CpuSampler cpu_;
+  CpuCounters counters_;
   GpuSampler gpus_;
   std::string path_;
   pthread_t thread_{};

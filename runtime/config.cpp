@@ -55,6 +55,7 @@ void load_config() {
   }
   if (const char* v = env("CUTRACE_SAMPLE_HZ")) c.sample_hz = atoi(v) < 0 ? 0 : atoi(v);
   if (c.sample_hz > 1000) c.sample_hz = 1000;
+  if (const char* v = env("CUTRACE_CPU_COUNTERS")) c.cpu_counters = v;
   c.verbose = env("CUTRACE_VERBOSE") != nullptr;
   c.enabled = env("CUTRACE_DISABLE") == nullptr;
   if (const char* v = env("CUTRACE_CAPTURE_RANGE")) {

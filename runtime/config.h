@@ -36,8 +36,11 @@ struct Config {
   bool timing_exact = false;
   Backtrace backtrace = Backtrace::Sync;  // CUTRACE_BACKTRACE=none|sync|all
   int sample_hz = 10;                     // CUTRACE_SAMPLE_HZ (0 disables the samplers)
-  bool verbose = false;                   // CUTRACE_VERBOSE=1
-  bool enabled = true;                    // CUTRACE_DISABLE=1 turns the shim into a pass-through
+  // CUTRACE_CPU_COUNTERS: "" defaults, "none" software counters only, "off" no counters, else
+  // names read besides the software counters (collector/cpu_counters.h).
+  std::string cpu_counters;
+  bool verbose = false;  // CUTRACE_VERBOSE=1
+  bool enabled = true;   // CUTRACE_DISABLE=1 turns the shim into a pass-through
   CaptureRange capture = CaptureRange::Process;
   std::string nvtx_glob;  // CUTRACE_CAPTURE_NVTX: name pattern (trace/name_pattern.h) of the trigger ranges
   long steps_first = 0;   // CUTRACE_CAPTURE_STEPS=A-B: the A-th..B-th matching ranges (0-based)

@@ -86,6 +86,10 @@ enum class RecType : uint16_t {
   Hang = 48,
   HangItem = 49,
   HangEnd = 50,
+  // 51-53: CPU performance counters (perf_event_open), read by the collector's sampler.
+  CounterDef = 51,      // a counter's id, name, scope (process or one CPU) and unit
+  CounterSample = 52,   // CounterSampleRec + `count` CounterValue: deltas over one interval
+  CounterMissing = 53,  // a counter that was asked for and could not be opened, with the reason
 };
 
 struct RecHeader {
@@ -425,6 +429,49 @@ struct GpuSampleRec {
   uint64_t mem_total;
 };
 static_assert(sizeof(GpuSampleRec) == 44);
+
+enum class CounterScope : uint8_t { Process = 1, Cpu = 2 };  // Process: all its threads; Cpu: all tasks on it
+enum class CounterUnit : uint8_t { Events = 0, Nanoseconds = 1 };
+
+struct CounterDefRec {
+  RecHeader h;
+  uint16_t counter;  // the id CounterValue entries use; unique in the file
+  uint8_t scope;     // CounterScope
+  uint8_t unit;      // CounterUnit
+  int32_t cpu;       // the CPU for scope Cpu, -1 otherwise
+  uint32_t name_id;  // as asked for: "cycles", "context-switches", "msr/tsc", ...
+  uint8_t source;    // 0 perf_event_open; 1 getrusage (perf_event_open refused a software counter)
+  uint8_t pad[3];
+};
+static_assert(sizeof(CounterDefRec) == 20);
+
+// Followed by `count` CounterValue.
+struct CounterSampleRec {
+  RecHeader h;
+  int64_t ts;           // end of the interval
+  int64_t interval_ns;  // length of the interval the deltas cover
+  uint16_t count;
+  uint16_t pad;
+};
+static_assert(sizeof(CounterSampleRec) == 24);
+
+struct CounterValue {
+  uint16_t counter;  // CounterDefRec.counter
+  uint16_t running;  // share of the interval the counter was counting, 1/10000 (multiplexed: < 10000)
+  uint32_t pad;
+  uint64_t delta;  // events (or ns) in the interval, scaled up by 10000/running when multiplexed
+};
+static_assert(sizeof(CounterValue) == 16);
+
+struct CounterMissingRec {
+  RecHeader h;
+  uint32_t name_id;    // the counter as asked for
+  uint32_t reason_id;  // why it is missing, one line ("no hardware PMU ...", "perf_event_paranoid is 2 ...")
+  int32_t err;         // errno from perf_event_open; 0 when it was never tried (unknown name)
+  uint8_t scope;       // CounterScope asked for
+  uint8_t pad[3];
+};
+static_assert(sizeof(CounterMissingRec) == 20);
 
 struct ClockSyncRec {
   RecHeader h;

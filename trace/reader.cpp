@@ -458,6 +458,9 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Hang, "Hang"},
     {trace::RecType::HangItem, "HangItem"},
     {trace::RecType::HangEnd, "HangEnd"},
+    {trace::RecType::CounterDef, "CounterDef"},
+    {trace::RecType::CounterSample, "CounterSample"},
+    {trace::RecType::CounterMissing, "CounterMissing"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -223,6 +223,9 @@ struct MinSizes {
     set_min<trace::HangRec>(v, T::Hang);
     set_min<trace::HangItemRec>(v, T::HangItem);
     set_min<trace::HangEndRec>(v, T::HangEnd);
+    set_min<trace::CounterDefRec>(v, T::CounterDef);
+    set_min<trace::CounterSampleRec>(v, T::CounterSample);
+    set_min<trace::CounterMissingRec>(v, T::CounterMissing);
   }
 };
 inline constexpr MinSizes kMinSizes;

@@ -63,8 +63,10 @@
       type: 'bar',
       data: {labels, datasets},
       options: {maintainAspectRatio: false, indexAxis: opts.horizontal ? 'y' : 'x',
-                scales: {[opts.horizontal ? 'x' : 'y']: {ticks: opts.ticks || {}, stacked: !!opts.stacked, beginAtZero: true},
+                scales: {[opts.horizontal ? 'x' : 'y']: {ticks: opts.ticks || {}, stacked: !!opts.stacked, beginAtZero: true,
+                                                         title: {display: !!opts.valueTitle, text: opts.valueTitle || ''}},
                          [opts.horizontal ? 'y' : 'x']: {stacked: !!opts.stacked,
+                           title: {display: !!opts.labelTitle, text: opts.labelTitle || ''},
                            ticks: opts.horizontal ? {callback: function (v) { const s = this.getLabelForValue(v); return s.length > 48 ? s.slice(0, 45) + '...' : s; }} : {}}},
                 plugins: {legend: {display: datasets.length > 1}, tooltip: opts.tooltip || {}}},
     };
@@ -176,6 +178,87 @@
     return t.value[lo] || 0;
   }
 
+  // CPU performance counters: IPC over time (timeline tracks), the counters per rank and the
+  // ones that could not be read (summary --json ranks[].cpu_counters).
+  function counterCharts() {
+    const out = [];
+    const ranks = S.ranks.filter((r) => r.cpu_counters && (r.cpu_counters.counters.length || r.cpu_counters.missing.length));
+    if (!ranks.length) return out;
+    const ipc = counters('cpu_counter').filter((t) => t.unit === 'IPC');
+    if (ipc.length) {
+      out.push(card('IPC over time (instructions / cycles)', {wide: true, id: 'ipc'},
+        chartBox(lineChart(ipc.map((t, i) => ({label: fileLabel(t.file), data: points(t), borderColor: CT.palette[i % CT.palette.length]})),
+                           (v) => Number(v).toFixed(2), {stepped: true}))));
+    }
+    const rate = (c) => (c.unit === 'ns' ? (c.per_second / 1e9).toFixed(2) + ' CPUs' : CT.fmtCount(Math.round(c.per_second)) + '/s');
+    const rows = [];
+    for (const r of ranks) {
+      for (const c of r.cpu_counters.counters) {
+        rows.push({rank: r.rank, name: c.name, scope: c.scope === 'cpu' ? 'cpu' + c.cpu : 'process', total: c.total,
+                   per_second: c.per_second, shown: rate(c), source: c.source, running: c.min_running});
+      }
+    }
+    const stats = ranks.filter((r) => r.cpu_counters.ipc !== null)
+      .map((r) => stat(`IPC rank ${r.rank}`, r.cpu_counters.ipc.toFixed(3), `ipc_${r.rank}`));
+    const missing = [];
+    for (const r of ranks) {
+      for (const m of r.cpu_counters.missing) {
+        missing.push(el('li', {'data-missing': m.name}, `rank ${r.rank}: ${m.name}${m.scope === 'cpu' ? ' per CPU' : ''}: ${m.reason}`));
+      }
+    }
+    out.push(card('CPU counters (perf_event_open)', {full: true, id: 'cpu-counters', note: 'totals over the sampled intervals'},
+      stats.length ? el('div', {class: 'stats small'}, ...stats) : null,
+      rows.length ? CT.table([
+        {key: 'rank', title: 'Rank', num: true},
+        {key: 'name', title: 'Counter', cls: 'name'},
+        {key: 'scope', title: 'Scope'},
+        {key: 'total', title: 'Total', num: true, fmt: CT.fmtCount},
+        {key: 'per_second', title: 'Rate', num: true, fmt: (v, row) => row.shown},
+        {key: 'source', title: 'Source'},
+        {key: 'running', title: 'Counting', num: true, fmt: CT.fmtPct},
+      ], rows, {id: 'cpu-counters-table'}) : null,
+      missing.length ? el('div', {class: 'missing-counters'}, el('p', {}, 'Not recorded:'), el('ul', {}, ...missing)) : null));
+    return out;
+  }
+
+  // What the terminal summary shows beside the charts: launch latency, the GPU time breakdown,
+  // short kernels and the synchronisation call sites (summary --json, same keys).
+  function summaryCards() {
+    const out = [];
+    const row = (label, value, key) => el('tr', {}, el('td', {}, label), el('td', {class: 'num', 'data-val': key}, value));
+    const kv = (id, title, note, rows) => card(title, {id, note}, el('table', {class: 'data kv'}, el('tbody', {}, ...rows)));
+    const ll = S.launch_latency;
+    out.push(kv('launch-latency', 'Launch latency (call return to GPU start)', `${CT.fmtCount(ll.count)} launches`, ll.count ? [
+      row('median', CT.fmtNs(ll.median_ns), 'median_ns'), row('p90', CT.fmtNs(ll.p90_ns), 'p90_ns'),
+      row('p99', CT.fmtNs(ll.p99_ns), 'p99_ns'), row('max', CT.fmtNs(ll.max_ns), 'max_ns'),
+      row('mean', CT.fmtNs(ll.mean_ns), 'mean_ns'), row('started before the call returned', CT.fmtCount(ll.negative), 'negative'),
+    ] : [row('no timed launches', '', 'none')]));
+    const b = S.gpu_total.breakdown;
+    out.push(kv('gpu-breakdown', 'GPU time breakdown', 'all devices, first to last operation', [
+      row('compute', CT.fmtNs(b.compute_ns), 'compute_ns'), row('communication', CT.fmtNs(b.communication_ns), 'communication_ns'),
+      row('memory', CT.fmtNs(b.memory_ns), 'memory_ns'), row('idle', CT.fmtNs(b.idle_ns), 'idle_ns'),
+      row('idle, host waiting (sync)', CT.fmtNs(b.host_wait_ns), 'host_wait_ns'),
+      row('idle, waiting for the next kernel', CT.fmtNs(b.kernel_wait_ns), 'kernel_wait_ns'),
+      row('communication overlapped with compute', CT.fmtNs(b.overlap_ns), 'overlap_ns'),
+    ]));
+    const sk = S.short_kernels;
+    out.push(kv('short-kernels', `Short kernels (< ${CT.fmtNs(sk.threshold_ns)})`, null, [
+      row('launches', CT.fmtCount(sk.count), 'count'), row('GPU time', CT.fmtNs(sk.total_ns), 'total_ns'),
+      row('share of timed launches', CT.fmtPct(sk.launch_share), 'launch_share'),
+      row('share of kernel GPU time', CT.fmtPct(sk.time_share), 'time_share'),
+    ]));
+    const sites = (S.sync_call_sites || {}).sites || [];
+    out.push(card('Synchronisation call sites (host time blocked)', {full: true, id: 'sync-sites'},
+      sites.length ? CT.table([
+        {key: 'site', title: 'Call site', cls: 'name'},
+        {key: 'count', title: 'Count', num: true, fmt: CT.fmtCount},
+        {key: 'total_ns', title: 'Total', num: true, fmt: CT.fmtNs},
+        {key: 'mean_ns', title: 'Mean', num: true, fmt: CT.fmtNs},
+        {key: 'max_ns', title: 'Max', num: true, fmt: CT.fmtNs},
+      ], sites, {id: 'sync-sites'}) : el('p', {class: 'empty'}, 'no synchronisation with a recorded call stack')));
+    return out;
+  }
+
   function kernelCharts() {
     const ks = S.kernels;
     const out = [];
@@ -241,7 +324,8 @@
     const bins = st.cpu_histogram;
     out.push(card('Step time distribution', {wide: true, id: 'steps', note: `${CT.fmtCount(st.count)} steps, ${st.source}`},
       chartBox(barChart(bins.map((b) => `${CT.fmtNs(b.lo_ns)}`), [{label: 'steps', data: bins.map((b) => b.count), backgroundColor: '#76b7b2',
-                                                                    barPercentage: 1, categoryPercentage: 1}]), 200),
+                                                                    barPercentage: 1, categoryPercentage: 1}],
+                        {labelTitle: 'step duration (CPU, bin start)', valueTitle: 'steps'}), 200),
       el('div', {class: 'stats small'},
          stat('mean', CT.fmtNs(st.cpu.mean_ns), 'step_mean'), stat('median', CT.fmtNs(st.cpu.median_ns), 'step_median'),
          stat('p90', CT.fmtNs(st.cpu.p90_ns), 'step_p90'), stat('min', CT.fmtNs(st.cpu.min_ns), 'step_min'),
@@ -284,7 +368,8 @@
     return card(`Duration of "${pat}"`, {wide: true, id: 'hist-' + pat,
                 note: `${CT.fmtCount(vals.length)} ranges, median ${CT.fmtNs(med)}${truncated ? ' (first 100,000 per name)' : ''}`},
       chartBox(barChart(counts.map((c, i) => CT.fmtNs(lo + i * w)), [{label: 'ranges', data: counts, backgroundColor: '#edc948',
-                                                                       barPercentage: 1, categoryPercentage: 1}]), 200));
+                                                                       barPercentage: 1, categoryPercentage: 1}],
+                        {labelTitle: 'duration (bin start)', valueTitle: 'ranges'}), 200));
   }
 
   function tables() {
@@ -457,9 +542,11 @@
     const grid = el('div', {class: 'grid'});
     const add = (cards) => cards.forEach((c) => grid.appendChild(c));
     add(utilisationCharts());
+    add(counterCharts());
     add(gpuCharts());
     add(kernelCharts());
     add(stepCharts());
+    add(summaryCards());
     grid.appendChild(histogramControl(grid));
     add(windowCards());
     add(rankComparison());

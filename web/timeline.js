@@ -569,7 +569,10 @@
     const jump = el('input', {type: 'text', placeholder: 'jump to step (step_41)', 'data-control': 'jump'});
     const jmsg = el('span', {class: 'note'});
     jump.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter') jmsg.textContent = jumpTo(jump.value) ? '' : `no range named "${jump.value}"`;
+      if (e.key !== 'Enter') return;
+      const ok = jumpTo(jump.value);
+      jmsg.textContent = ok ? '' : `no range named "${jump.value}"`;
+      if (ok) jump.blur();  // the view's keys (w/s/a/d) go to the timeline again, not into the box
     });
     status = el('span', {class: 'tl-status', 'data-field': 'view'});
     return el('div', {class: 'tl-toolbar'}, search, found, jump, jmsg,

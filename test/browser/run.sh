@@ -8,7 +8,7 @@
 set -euo pipefail
 suite=${1:?usage: bash test/browser/run.sh report|serve|diff}
 case $suite in
-  report) needs=(bin/cutrace lib/libcutrace.so test/report_trace_gen test/e2e/paced_launches test/e2e/nvtx_app test/e2e/launch_loop) ;;
+  report) needs=(bin/cutrace lib/libcutrace.so test/report_trace_gen test/e2e/paced_launches test/e2e/nvtx_app test/e2e/launch_loop test/e2e/sync_sites) ;;
   serve) needs=(bin/cutrace lib/libcutrace.so test/e2e/fault_app test/e2e/hostile_names) ;;
   diff) needs=(bin/cutrace lib/libcutrace.so test/e2e/diff_app) ;;
   *) echo "run.sh: unknown suite '$suite' (report|serve|diff)" >&2; exit 2 ;;

@@ -28,7 +28,8 @@ AREAS = ["summary_checks",    # counts and times of `cutrace summary`
          "hardening_checks",  # hostile and damaged files
          "job_checks",        # multi-rank jobs
          "hang_checks",       # the hang watchdog and `cutrace hang`
-         "diff_checks"]       # `cutrace diff` of two runs
+         "diff_checks",       # `cutrace diff` of two runs
+         "counter_checks"]    # CPU performance counters (perf_event_open)
 
 if __name__ == "__main__":
     for area in AREAS:

@@ -6,7 +6,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=${BUILD:-build}
-for f in bin/cutrace lib/libcutrace.so test/fake_cuda/libcuda.so.1 test/fake_cupti/libcupti.so \
+for f in bin/cutrace lib/libcutrace.so test/fake_cuda/libcuda.so.1 test/fake_cupti/libcupti.so test/fake_nvml/libnvidia-ml.so.1 \
          test/e2e/routes test/e2e/threads test/e2e/copies test/e2e/exit_code test/e2e/ddp_app test/libdisk_full.so test/libclock_shift.so; do
   if [[ ! -e $build/$f ]]; then
     echo "run.sh: $build/$f is missing: build it with 'make test' (or make BUILD=$build test)" >&2

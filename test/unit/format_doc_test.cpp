@@ -260,3 +260,27 @@ TEST_CASE("FORMAT.md describes the hang watchdog's records (Hang, HangItem, Hang
                                                              FIELD(HangEndRec, hang), FIELD(HangEndRec, pad)};
   CHECK(e.fields == want_e);
 }
+
+TEST_CASE(
+    "FORMAT.md describes the CPU counter records (CounterDef, CounterSample, CounterMissing) as format.h defines "
+    "them") {
+  DocTable def = doc_table("CounterDef", int(RecType::CounterDef));
+  CHECK(def.record_size == sizeof(CounterDefRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_def = {
+      FIELD(CounterDefRec, counter), FIELD(CounterDefRec, scope),   FIELD(CounterDefRec, unit),
+      FIELD(CounterDefRec, cpu),     FIELD(CounterDefRec, name_id), FIELD(CounterDefRec, source),
+      FIELD(CounterDefRec, pad)};
+  CHECK(def.fields == want_def);
+  DocTable sample = doc_table("CounterSample", int(RecType::CounterSample));
+  CHECK(sample.record_size == sizeof(CounterSampleRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_sample = {
+      FIELD(CounterSampleRec, ts), FIELD(CounterSampleRec, interval_ns), FIELD(CounterSampleRec, count),
+      FIELD(CounterSampleRec, pad)};
+  CHECK(sample.fields == want_sample);
+  DocTable miss = doc_table("CounterMissing", int(RecType::CounterMissing));
+  CHECK(miss.record_size == sizeof(CounterMissingRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_miss = {
+      FIELD(CounterMissingRec, name_id), FIELD(CounterMissingRec, reason_id), FIELD(CounterMissingRec, err),
+      FIELD(CounterMissingRec, scope), FIELD(CounterMissingRec, pad)};
+  CHECK(miss.fields == want_miss);
+}

@@ -116,6 +116,21 @@ TEST_CASE("precision: fp64") {
   CHECK(of("my_fp64_kernel") == std::string("fp64"));
 }
 
+TEST_CASE("precision: int32") {
+  CHECK(of("void fill_kernel<int>(int*, int, int)") == std::string("int32"));
+  CHECK(of("void at::native::index_elementwise_kernel<int, 4>(long, int)") == std::string("int32"));
+  CHECK(of("void cumsum_kernel<int32_t>(int32_t const*, int32_t*)") == std::string("int32"));
+  CHECK(of("my_i32_histogram") == std::string("int32"));
+  // int8 GEMMs accumulate in i32: int8 wins (earlier rule); a float kernel with int arguments is fp32.
+  CHECK(of("sm80_xmma_gemm_i8i8_i8i32_f32_tn_n_tilesize128x128x64") == std::string("int8"));
+  CHECK(of("void add_kernel<float>(float*, int)") == std::string("fp32"));
+  // uint32 and int64 are not int32; an int scalar argument alone names no data type.
+  CHECK(of("void hash_kernel<uint32_t>(uint32_t*)") == std::string("other"));
+  CHECK(of("void count_kernel<long>(long*, int)") == std::string("other"));
+  CHECK(of("void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long)") ==
+        std::string("other"));
+}
+
 TEST_CASE("precision: other") {
   CHECK(of("void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long)") ==
         std::string("other"));

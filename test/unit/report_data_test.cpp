@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -209,5 +210,39 @@ TEST_CASE("report memory chart: allocations made once hold their size to the end
   CHECK((*mem)["value"][1] == 2 << 20);
   CHECK((*mem)["value"][2] == 2 << 20);              // held ...
   CHECK((*mem)["ts"][2].get<int64_t>() >= 999'000);  // ... to the last event, 1 ms later
+  std::remove(path.c_str());
+}
+
+TEST_CASE("report timeline: NVML SM clock, power and temperature become GPU counter tracks, absent ones none") {
+  std::string path = "/tmp/cutrace_report_nvml_" + std::to_string(getpid()) + ".cutrace";
+  std::remove(path.c_str());
+  TraceWriter w;
+  std::string err;
+  REQUIRE(w.open(path, &err));
+  w.meta("pid", "100");
+  for (int i = 0; i < 3; ++i) {
+    cutrace::trace::GpuSampleRec g{};
+    g.ts = 1'000'000'000 + i * 100'000'000;
+    g.device = 0;
+    g.util = uint16_t(50 + i);
+    g.sm_clock_mhz = uint32_t(1980 - 10 * i);
+    g.power_mw = uint32_t(350'000 + 1000 * i);
+    g.temp_c = 0;  // NVML gave no temperature
+    w.add(g, cutrace::trace::RecType::GpuSample);
+  }
+  REQUIRE(w.close(0, cutrace::trace::kEndClean));
+  std::string dash_s;
+  REQUIRE_MESSAGE(report::dashboard_json(path, &dash_s, &err), err);
+  Json dash = Json::parse(dash_s);
+  std::map<std::string, const Json*> by;
+  for (const Json& t : dash["tracks"])
+    if (t["kind"] == "counter") by[t["series"].get<std::string>()] = &t;
+  REQUIRE(by.count("gpu_sm_clock"));
+  REQUIRE(by.count("gpu_power"));
+  CHECK_FALSE(by.count("gpu_temp"));
+  CHECK((*by["gpu_sm_clock"])["value"] == Json::array({1980, 1970, 1960}));
+  CHECK((*by["gpu_power"])["value"] == Json::array({350, 351, 352}));
+  CHECK((*by["gpu_power"])["unit"] == "W");
+  CHECK((*by["gpu_sm_clock"])["device"] == 0);
   std::remove(path.c_str());
 }

@@ -72,6 +72,8 @@ const Rule kRules[] = {
       {"dgemm", kLeftNoAlpha},
       {"dgemv", kLeftNoAlpha},
       {"dmma", kLeftNoAlpha}}},
+    // Last: an int index or size argument beside a floating-point type is not the data type.
+    {Precision::INT32, {{"int32", kCode}, {"i32", kCode}, {"<int>", kAny}, {"<int,", kAny}}},
 };
 
 // cuBLAS nvjet kernels: nvjet_[smNN_]<type code>_<tile>..., the code's letters being the types of
@@ -130,7 +132,7 @@ Precision kernel_precision(std::string_view name) {
 }
 
 const char* precision_name(Precision p) {
-  static const char* const names[] = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "other"};
+  static const char* const names[] = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int32", "other"};
   size_t i = size_t(p);
   return i < kPrecisions ? names[i] : "other";
 }

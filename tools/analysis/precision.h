@@ -10,8 +10,10 @@
 //   2. fp8 (`e4m3`, `e5m2`, `fp8`, `float8`);     3. int8 (`int8`, `i8`, `imma`, `signed char`);
 //   4. bf16 (`bfloat16`, `bf16`);                  5. fp16 (`half`, `fp16`, `f16`, `h884`, ...);
 //   6. tf32 (`tf32`);                              7. fp32 (`float`, `fp32`, `f32`, `sgemm`, ...);
-//   8. fp64 (`double`, `fp64`, `f64`, `dgemm`, ...); otherwise `other` (integer-only kernels,
-//      Triton/cuDNN names without a type word, graph launches).
+//   8. fp64 (`double`, `fp64`, `f64`, `dgemm`, ...);
+//   9. int32 (`int32`, `i32`, `int` as the first template argument: `<int>`, `<int,`);
+//      otherwise `other` (kernels on other integers, Triton/cuDNN names without a type word,
+//      graph launches).
 // Words match at word boundaries: `float` does not match inside `bfloat16`, `f32` not inside
 // `tf32`, `int8` not inside `uint8`.
 #pragma once
@@ -21,10 +23,10 @@
 
 namespace cutrace {
 
-enum class Precision : uint8_t { FP64, FP32, TF32, BF16, FP16, FP8, INT8, Other };
-inline constexpr size_t kPrecisions = 8;
+enum class Precision : uint8_t { FP64, FP32, TF32, BF16, FP16, FP8, INT8, INT32, Other };
+inline constexpr size_t kPrecisions = 9;
 
 Precision kernel_precision(std::string_view name);
-const char* precision_name(Precision p);  // "fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "other"
+const char* precision_name(Precision p);  // "fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int32", "other"
 
 }  // namespace cutrace

@@ -321,6 +321,30 @@ Json gpu_total_json(const SummaryModel& m) {
   return bt;
 }
 
+// Per counter: its whole-trace total and rate; per-CPU counters one entry per CPU.
+Json counters_json(const tools::CounterSet& cs) {
+  Json list = Json::array(), missing = Json::array();
+  for (const tools::CounterTrack& t : cs.tracks())
+    list.push_back({{"name", t.name},
+                    {"scope", tools::counter_scope_name(t.scope)},
+                    {"cpu", t.cpu},
+                    {"unit", t.unit == trace::CounterUnit::Nanoseconds ? "ns" : "events"},
+                    {"source", t.source == 1 ? "getrusage" : "perf"},
+                    {"samples", t.points.size()},
+                    {"total", t.total},
+                    {"covered_ns", t.covered_ns},
+                    {"per_second", t.per_second()},
+                    {"min_running", double(t.min_running) / 10000.0}});
+  for (const tools::CounterMissing& m : cs.missing())
+    missing.push_back(
+        {{"name", m.name}, {"scope", tools::counter_scope_name(m.scope)}, {"errno", m.err}, {"reason", m.reason}});
+  double ipc = cs.ipc();
+  return {{"samples", cs.samples()},
+          {"ipc", ipc >= 0 ? Json(ipc) : Json(nullptr)},
+          {"counters", list},
+          {"missing", missing}};
+}
+
 Json rank_json(const FileSummary& f) {
   Json nv = Json::array();
   for (const NvmlStat& s : f.nvml) nv.push_back(nvml_json(s));
@@ -358,6 +382,7 @@ Json rank_json(const FileSummary& f) {
         {"cores", f.cpu_cores},
         {"host_util_mean", f.cpu_samples ? double(f.cpu_total_util_sum) / 100.0 / double(f.cpu_samples) : 0.0},
         {"process_util_mean", f.cpu_samples ? double(f.cpu_process_util_sum) / 100.0 / double(f.cpu_samples) : 0.0}}},
+      {"cpu_counters", counters_json(f.counters)},
       {"nvml", nv}};
 }
 

@@ -119,6 +119,7 @@ struct SummaryModel::FileTotals {
   uint16_t last_device = 0;
   std::vector<NvmlStat> nvml;
   uint64_t cpu_samples = 0, cpu_total = 0, cpu_process = 0;
+  tools::CounterSet counters;
   uint64_t not_sampled = 0;  // untimed GPU operations flagged not_sampled
   bool sampled = false;      // the file's GPU times are a sample (meta gpu_sample < 1)
   uint16_t cpu_cores = 0;
@@ -368,6 +369,11 @@ struct SummaryModel::FileStream {
       case trace::RecType::Mark: on_mark(rec); break;
       case trace::RecType::CpuSample: on_cpu_sample(rec); break;
       case trace::RecType::GpuSample: on_gpu_sample(rec); break;
+      case trace::RecType::CounterDef:
+      case trace::RecType::CounterMissing: t.counters.add(rec, r); break;
+      case trace::RecType::CounterSample:
+        if (span.in(rec.as<trace::CounterSampleRec>().ts)) t.counters.add(rec, r);
+        break;
       default: break;
     }
   }
@@ -668,6 +674,7 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
   f.cpu_total_util_sum = t.cpu_total;
   f.not_sampled = t.not_sampled;
   f.cpu_process_util_sum = t.cpu_process;
+  f.counters = std::move(t.counters);
 }
 
 FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const {

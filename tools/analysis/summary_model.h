@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/analysis/breakdown.h"
+#include "tools/analysis/counters.h"
 #include "tools/analysis/precision.h"
 #include "tools/analysis/runs.h"
 #include "tools/analysis/stacks.h"
@@ -172,6 +173,7 @@ struct FileSummary {  // one trace file: one process, usually one rank
   uint16_t cpu_cores = 0;
   uint64_t cpu_total_util_sum = 0;    // hundredths of a percent of the host
   uint64_t cpu_process_util_sum = 0;  // hundredths of a percent of one core
+  tools::CounterSet counters;         // CPU performance counters (samples inside the time span)
 };
 
 struct SummaryOptions {

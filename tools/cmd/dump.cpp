@@ -365,6 +365,30 @@ std::string RecordPrinter::sample(const Record& rec) const {
       const auto& e = rec.as<tf::HangEndRec>();
       return format_copies("ts={} hang={} stuck_ns={}", e.ts, e.hang, e.stuck_ns);
     }
+    case tf::RecType::CounterDef: {
+      const auto& d = rec.as<tf::CounterDefRec>();
+      return format_copies("counter={} name={} scope={} cpu={} unit={}", d.counter, s(d.name_id),
+                           d.scope == uint8_t(tf::CounterScope::Cpu) ? "cpu" : "process", d.cpu,
+                           d.unit == uint8_t(tf::CounterUnit::Nanoseconds) ? "ns" : "events");
+    }
+    case tf::RecType::CounterSample: {
+      const auto& c = rec.as<tf::CounterSampleRec>();
+      std::string_view tail = rec.tail(sizeof(tf::CounterSampleRec));
+      size_t n = std::min<size_t>(c.count, tail.size() / sizeof(tf::CounterValue));
+      std::string vals;
+      for (size_t i = 0; i < n; ++i) {
+        tf::CounterValue v;
+        std::memcpy(&v, tail.data() + i * sizeof v, sizeof v);
+        vals += format_copies("{}{}:{}", i ? "," : "", v.counter, v.delta);
+        if (v.running < 10000) vals += format_copies("@{:.2f}%", v.running / 100.0);
+      }
+      return format_copies("ts={} interval_ns={} count={} values=[{}]", c.ts, c.interval_ns, c.count, vals);
+    }
+    case tf::RecType::CounterMissing: {
+      const auto& m = rec.as<tf::CounterMissingRec>();
+      return format_copies("name={} scope={} errno={} reason={}", s(m.name_id),
+                           m.scope == uint8_t(tf::CounterScope::Cpu) ? "cpu" : "process", m.err, s(m.reason_id));
+    }
     default: return {};
   }
 }
@@ -372,6 +396,7 @@ std::string RecordPrinter::sample(const Record& rec) const {
 std::string RecordPrinter::fields(const Record& rec) const {
   uint16_t t = rec.type_raw();
   if (t >= uint16_t(tf::RecType::Module) && t <= uint16_t(tf::RecType::OpStack)) return stack(rec);
+  if (t >= uint16_t(tf::RecType::CounterDef) && t <= uint16_t(tf::RecType::CounterMissing)) return sample(rec);
   std::string out = t < uint16_t(tf::RecType::Kernel)      ? metadata(rec)
                     : t < uint16_t(tf::RecType::CpuSample) ? operation(rec)
                                                            : sample(rec);
@@ -397,6 +422,7 @@ int64_t RecordPrinter::timestamp(const Record& rec) {
     case tf::RecType::Window: return rec.as<tf::WindowRec>().ts;
     case tf::RecType::End: return rec.as<tf::EndRec>().ts;
     case tf::RecType::Payload: return rec.as<tf::PayloadRec>().ts;
+    case tf::RecType::CounterSample: return rec.as<tf::CounterSampleRec>().ts;
     default: return 0;
   }
 }

@@ -32,6 +32,7 @@ struct RecordOptions {
   std::string gpu_sample;
   std::string backtrace = "sync";
   int sample_hz = 10;
+  std::string cpu_counters;  // "" = the shim's defaults
   bool verbose = false;
   bool quiet = false;  // no live status line
   std::string capture_range = "process";
@@ -213,6 +214,7 @@ int run_record(const RecordOptions& o) {
   if (!o.gpu_sample.empty()) setenv("CUTRACE_GPU_SAMPLE", o.gpu_sample.c_str(), 1);
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
   setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
+  if (!o.cpu_counters.empty()) setenv("CUTRACE_CPU_COUNTERS", o.cpu_counters.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
   if (o.buffer_mb > 0) setenv("CUTRACE_BUFFER_MB", std::to_string(int64_t(o.buffer_mb)).c_str(), 1);
   if (o.hang_timeout_given) {
@@ -313,6 +315,17 @@ void add_record_command(CLI::App& app) {
                   "every launch and async copy; none");
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
+  sub->add_option("--cpu-counters", opts->cpu_counters,
+                  "CPU performance counters read at --sample-hz besides the software ones (task-clock, "
+                  "context-switches, cpu-migrations, page-faults): perf names (cycles, instructions, "
+                  "cache-misses, branch-misses, itlb-misses, dtlb-misses, ...), rHEX raw codes or events "
+                  "listed in /sys/bus/event_source/devices/*/events (PMU/NAME); none: software only; off: "
+                  "no counters. Default: cycles,instructions,cache-misses,branch-misses,itlb-misses,dtlb-misses")
+      ->check([](const std::string& v) {
+        if (v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos)
+          return std::string("a comma-separated list of counter names");
+        return std::string();
+      });
   sub->add_flag("-v,--verbose", opts->verbose, "Shim prints what it records to stderr");
   sub->add_flag("-q,--quiet", opts->quiet,
                 "No live status line (shown once a second while stderr is a terminal: processes, records, "

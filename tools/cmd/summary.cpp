@@ -299,6 +299,52 @@ std::string nvml_util(const FileSummary& f, uint16_t device) {
   return "-";
 }
 
+// CPU performance counters per rank: the process's, then one row per counter summed over CPUs.
+void print_cpu_counters(const SummaryModel& m) {
+  Table t({{"Rank", Align::Right},
+           {"Counter", Align::Left},
+           {"Scope", Align::Left},
+           {"Total", Align::Right},
+           {"Per second", Align::Right},
+           {"Note", Align::Left}});
+  std::vector<std::string> missing;
+  for (const FileSummary& f : m.files()) {
+    const cutrace::tools::CounterSet& cs = f.counters;
+    std::vector<std::string> cpu_done;
+    for (const cutrace::tools::CounterTrack& c : cs.tracks()) {
+      bool ns = c.unit == cutrace::trace::CounterUnit::Nanoseconds;
+      std::string note = c.source == 1 ? "getrusage" : "";
+      if (c.min_running < 10000)
+        note += fmt::format("{}multiplexed (on {:.0f}% of the time at least)", note.empty() ? "" : ", ",
+                            c.min_running / 100.0);
+      if (c.scope == cutrace::trace::CounterScope::Process) {
+        t.row({rank_label(f.rank), c.name, "process", ns ? human_ns(int64_t(c.total)) : human_count(c.total),
+               ns ? fmt::format("{:.2f} CPUs", c.per_second() / 1e9) : fmt::format("{:.4g}", c.per_second()), note});
+        continue;
+      }
+      if (std::find(cpu_done.begin(), cpu_done.end(), c.name) != cpu_done.end()) continue;
+      cpu_done.push_back(c.name);
+      uint64_t total = 0;
+      double rate = 0;
+      int n = 0;
+      for (const cutrace::tools::CounterTrack& o : cs.tracks())
+        if (o.scope == cutrace::trace::CounterScope::Cpu && o.name == c.name)
+          total += o.total, rate += o.per_second(), ++n;
+      t.row({rank_label(f.rank), c.name, fmt::format("{} CPUs", n), human_count(total), fmt::format("{:.4g}", rate),
+             note});
+    }
+    if (double ipc = cs.ipc(); ipc >= 0)
+      t.row({rank_label(f.rank), "IPC", "process", fmt::format("{:.3f}", ipc), "", "instructions / cycles"});
+    for (const cutrace::tools::CounterMissing& x : cs.missing())
+      missing.push_back(fmt::format("rank {}: {}{}: {}", rank_label(f.rank), x.name,
+                                    x.scope == cutrace::trace::CounterScope::Cpu ? " per CPU" : "", x.reason));
+  }
+  if (t.empty() && missing.empty()) return;
+  section("CPU counters (perf_event_open, over the sampled intervals)");
+  if (!t.empty()) t.print(stdout);
+  for (const std::string& line : missing) printf("  missing: %s\n", line.c_str());
+}
+
 void print_activity(const SummaryModel& m) {
   section("GPU activity per device (union of busy intervals; overlaps count once: kernel > memcpy > memset)");
   Table t({{"Rank", Align::Right},
@@ -371,6 +417,7 @@ void print_activity(const SummaryModel& m) {
     section("CPU utilisation (CPU samples, mean)");
     c.print(stdout);
   }
+  print_cpu_counters(m);
 }
 
 // ---- host side -----------------------------------------------------------------------------------

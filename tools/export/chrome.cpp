@@ -44,6 +44,7 @@
 #include "tools/analysis/stacks.h"
 #include "tools/common/nvtx_names.h"
 #include "tools/export/common.h"
+#include "tools/export/counter_series.h"
 #include "tools/export/exports.h"
 #include "tools/export/kineto.h"
 #include "tools/export/plan.h"
@@ -587,6 +588,9 @@ class ChromeFile {
       case trace::RecType::Module:
       case trace::RecType::Stack: stacks_.absorb(rec, r_); break;
       case trace::RecType::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
+      case trace::RecType::CounterDef:
+      case trace::RecType::CounterSample:
+      case trace::RecType::CounterMissing: counters_.add(rec, r_); break;
       default: exporter::dispatch_record(rec, *this);
     }
   }
@@ -764,6 +768,17 @@ class ChromeFile {
       o_ += "}";
       end_event();
     }
+    for (const exporter::CounterSeries& c : exporter::counter_series(counters_))
+      for (const tools::CounterSeriesPoint& p : c.points) {
+        scratch_.clear();
+        append_json_string(scratch_, c.name);
+        counter(scratch_.c_str(), pid_, p.ts);
+        append_json_string(o_, c.unit);
+        o_ += ':';
+        put_double(o_, p.value, 4);
+        o_ += '}';
+        end_event();
+      }
     // Metadata: names and order of processes and threads.
     std::string label = info_.program + " (rank " + std::to_string(info_.rank) + ")";
     meta_event("process_name", pid_, 0, "name", quoted(label));
@@ -820,6 +835,7 @@ class ChromeFile {
   std::map<AnnotationKey, AnnotationSpan> annotations_;
   exporter::DeviceVotes votes_;
   std::vector<GpuSampleLite> gpu_samples_;
+  tools::CounterSet counters_;
   StackTable stacks_;
   Symbolizer symbolizer_;
   OpStacks op_stacks_;

@@ -55,6 +55,7 @@
 #include "collector/nvtx_meta.h"
 #include "tools/common/nvtx_names.h"
 #include "tools/export/common.h"
+#include "tools/export/counter_series.h"
 #include "tools/export/exports.h"
 #include "tools/export/protobuf_writer.h"
 #include "trace/reader.h"
@@ -534,7 +535,11 @@ class PerfettoFile {
         c.ts, c.process_util / 100.0);
   }
 
-  void record(const Record& rec) { exporter::dispatch_record(rec, *this); }
+  void record(const Record& rec) {
+    if (rec.type() >= trace::RecType::CounterDef && rec.type() <= trace::RecType::CounterMissing)
+      cpu_counters_.add(rec, r_);
+    else exporter::dispatch_record(rec, *this);
+  }
 
   void gpu_sample(const trace::GpuSampleRec& g) { gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used}); }
 
@@ -573,6 +578,11 @@ class PerfettoFile {
       counter_d(child_track(children_, gpu, kGpuUtilKey, "GPU utilization (%)", Track::Counter, 0, "%"), g.ts, g.util);
       counter_i(child_track(children_, gpu, kGpuMemKey, "GPU memory used", Track::Counter, 3), g.ts,
                 int64_t(g.mem_used));
+    }
+    uint32_t key = kCounterKey0;  // one track per counter series, under the process
+    for (const exporter::CounterSeries& c : exporter::counter_series(cpu_counters_)) {
+      uint32_t track = child_track(children_, process_track_, key++, c.name + " (" + c.unit + ")", Track::Counter);
+      for (const tools::CounterSeriesPoint& p : c.points) counter_d(track, p.ts, p.value);
     }
     for (auto& [idx, tid] : thread_os_tid_) {
       auto it = r_.threads().find(tid);
@@ -785,7 +795,8 @@ class PerfettoFile {
 
   // child_track keys under one parent
   static constexpr uint32_t kStartEndKey = 0xFFFFFFF0u, kCpuHostKey = 0xFFFFFFF1u, kCpuProcKey = 0xFFFFFFF2u,
-                            kAnnotationsKey = 0xFFFFFFF3u, kGpuUtilKey = 0xFFFFFFF4u, kGpuMemKey = 0xFFFFFFF5u;
+                            kAnnotationsKey = 0xFFFFFFF3u, kGpuUtilKey = 0xFFFFFFF4u, kGpuMemKey = 0xFFFFFFF5u,
+                            kCounterKey0 = 0xFFFF0000u;
 
   TraceReader& r_;
   OutFile& out_;
@@ -821,6 +832,7 @@ class PerfettoFile {
   std::vector<CounterValue> counters_;
   std::vector<Projection> projections_;
   std::vector<GpuSampleLite> gpu_samples_;
+  tools::CounterSet cpu_counters_;
   std::vector<Ev> evs_;
   exporter::DeviceVotes votes_;
   PayloadJoin payloads_;

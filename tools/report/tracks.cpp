@@ -3,6 +3,7 @@
 #include "tools/analysis/losses.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "tools/analysis/align.h"
@@ -11,6 +12,7 @@
 #include "tools/common/format_util.h"
 #include "tools/common/nvtx_names.h"
 #include "tools/common/payload.h"
+#include "tools/export/counter_series.h"
 #include "trace/reader.h"
 
 namespace cutrace::report {
@@ -48,6 +50,8 @@ struct Sample {
 };
 
 // One file's events before they become tracks.
+constexpr size_t kMaxCoreTracks = 64;  // more cores: no per-core tracks (one track each)
+
 struct FileEvents {
   FileInfo info;
   std::map<uint32_t, std::string> thread_names;
@@ -61,6 +65,14 @@ struct FileEvents {
   std::vector<MemEvent> mem;
   std::vector<Sample> cpu;                       // host %, process % (of one core)
   std::map<uint16_t, std::vector<Sample>> nvml;  // util %, mem_used bytes
+  struct Clocks {
+    int64_t ts;
+    double sm_mhz, power_w, temp_c;  // 0: NVML gave none
+  };
+  std::map<uint16_t, std::vector<Clocks>> clocks;              // by device
+  std::vector<std::vector<std::pair<int64_t, double>>> cores;  // per core: (ts, utilisation %)
+  tools::CounterSet counters;                                  // CPU performance counters (times as recorded)
+  int64_t offset_ns = 0;                                       // added to the counters' times
 };
 
 class Loader {
@@ -71,6 +83,7 @@ class Loader {
   void read(TraceReader& r, FileEvents& f, int64_t offset_ns) {
     f_ = &f;
     off_ = offset_ns;
+    f.offset_ns = offset_ns;
     r_ = &r;
     f.info.path = r.path();
     f.info.host = std::string(r.meta("host"));
@@ -258,12 +271,29 @@ class Loader {
         const auto& c = rec.as<trace::CpuSampleRec>();
         extent(at(c.ts), at(c.ts));
         f_->cpu.push_back({at(c.ts), c.total_util / 100.0, c.process_util / 100.0});
+        std::string_view tail = rec.tail(sizeof(trace::CpuSampleRec));
+        size_t n = std::min<size_t>(c.ncores, tail.size() / 2);
+        if (n <= kMaxCoreTracks && f_->cores.size() < n) f_->cores.resize(n);
+        for (size_t i = 0; i < n && i < f_->cores.size(); ++i) {
+          uint16_t v;
+          std::memcpy(&v, tail.data() + 2 * i, sizeof v);
+          f_->cores[i].push_back({at(c.ts), v / 100.0});
+        }
+        break;
+      }
+      case T::CounterDef:
+      case T::CounterMissing: f_->counters.add(rec, *r_); break;
+      case T::CounterSample: {
+        const int64_t ts = rec.as<trace::CounterSampleRec>().ts;
+        extent(at(ts), at(ts));
+        f_->counters.add(rec, *r_);
         break;
       }
       case T::GpuSample: {
         const auto& g = rec.as<trace::GpuSampleRec>();
         extent(at(g.ts), at(g.ts));
         f_->nvml[+g.device].push_back({at(g.ts), double(g.util), double(g.mem_used)});
+        f_->clocks[+g.device].push_back({at(g.ts), double(g.sm_clock_mhz), g.power_mw / 1000.0, double(g.temp_c)});
         break;
       }
       default: break;
@@ -449,6 +479,18 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
         add_counter(tl, g, "GPU utilisation % (NVML)", int(fi), "gpu_util", dev, std::move(util));
         add_counter(tl, g, "device memory used (NVML)", int(fi), "gpu_mem_used", dev, std::move(used));
         add_counter(tl, g, "device memory allocated (cuMemAlloc*)", int(fi), "gpu_mem_alloc", dev, std::move(mem[dev]));
+        // SM clock, power and temperature: a track each where NVML gave a value at least once.
+        const std::vector<FileEvents::Clocks>& ck = f.clocks[dev];
+        auto clock_track = [&](const char* name, const char* series, const char* unit, double FileEvents::Clocks::*v) {
+          CounterSeries c;
+          c.unit = unit;
+          bool any = false;
+          for (const FileEvents::Clocks& x : ck) c.ts.push_back(x.ts), c.value.push_back(x.*v), any |= x.*v > 0;
+          if (any) add_counter(tl, g, name, int(fi), series, dev, std::move(c));
+        };
+        clock_track("SM clock MHz (NVML)", "gpu_sm_clock", "MHz", &FileEvents::Clocks::sm_mhz);
+        clock_track("power W (NVML)", "gpu_power", "W", &FileEvents::Clocks::power_w);
+        clock_track("temperature C (NVML)", "gpu_temp", "C", &FileEvents::Clocks::temp_c);
       }
       CounterSeries host, proc;
       host.unit = "%", proc.unit = "% of one core";
@@ -458,6 +500,21 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
       }
       add_counter(tl, p, "CPU utilisation % (host)", int(fi), "cpu_host", -1, std::move(host));
       add_counter(tl, p, "CPU utilisation % (process)", int(fi), "cpu_process", -1, std::move(proc));
+      for (size_t core = 0; core < f.cores.size(); ++core) {
+        CounterSeries c;
+        c.unit = "%";
+        for (const auto& [ts, v] : f.cores[core]) c.ts.push_back(ts), c.value.push_back(v);
+        add_counter(tl, p, ::fmt::format("CPU {} utilisation % (host core)", core), int(fi), "cpu_core", -1,
+                    std::move(c));
+      }
+      // CPU performance counters: rates per interval, the process's then per CPU, and IPC.
+      for (const exporter::CounterSeries& cs : exporter::counter_series(f.counters)) {
+        CounterSeries c;
+        c.unit = cs.unit;
+        for (const tools::CounterSeriesPoint& pt : cs.points)
+          c.ts.push_back(sat_add(pt.ts, f.offset_ns)), c.value.push_back(pt.value);
+        add_counter(tl, p, cs.name, int(fi), cs.cpu >= 0 ? "cpu_counter_cpu" : "cpu_counter", -1, std::move(c));
+      }
       tl->files.push_back(f.info);
     }
   }

@@ -2,7 +2,8 @@
 // 4-rank job (test/report/trace_gen.cpp) is reported, the page is opened in headless chromium,
 // and what the page SHOWS (DOM text) is compared with `cutrace summary --json` of the same job; a
 // sampled recording of test/e2e/paced_launches on the fake driver checks the Est. total column, and
-// one of test/e2e/nvtx_app in three capture windows the windows table.
+// one of test/e2e/nvtx_app in three capture windows the windows table, one of test/e2e/sync_sites
+// the synchronisation call sites.
 import assert from 'node:assert/strict';
 import {execFileSync} from 'node:child_process';
 import {mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs';
@@ -199,6 +200,11 @@ test('timeline: jump to a step by name, search highlights matches', async () => 
   const sel = await page.evaluate(() => window.cutraceTimeline.selected());
   const ev = await page.evaluate(([id, i]) => window.cutraceTimeline.event(id, i), [sel.id, sel.i]);
   assert.ok(a <= ev.s && b >= ev.s + ev.d);
+  // After the jump the view's keys work again: 'w' zooms in, nothing is typed into the box.
+  await page.keyboard.press('w');
+  const [a2, b2] = await page.evaluate(() => window.cutraceTimeline.view());
+  assert.ok(b2 - a2 < b - a, `w after a jump zooms in: ${b - a} -> ${b2 - a2}`);
+  assert.equal(await page.inputValue('[data-control="jump"]'), 'step_7');
   await page.fill('[data-control="search"]', 'ncclDevKernel');
   const count = parseCount((await text('[data-field="search-count"]')).split(' ')[0]);
   const nccl = summary.kernels.find((k) => k.name.startsWith('ncclDevKernel'));
@@ -247,6 +253,95 @@ test('a sampled trace (--gpu-sample): the kernels table has Est. total, equal to
   await r.page.close();
   // An unsampled trace has no such column.
   assert.equal(await page.locator('[data-table="kernels"] [data-col="est_total_ns"]').count(), 0);
+});
+
+test('layout: pie legends fit their cards, the step histogram has axis titles', async () => {
+  await page.click('.tab[data-view="dashboard"]');
+  const overflow = await page.$$eval('[data-legend]', (ls) => ls.map((l) => {
+    const card = l.closest('.card').getBoundingClientRect();
+    const cells = [...l.querySelectorAll('td.num')].map((td) => td.getBoundingClientRect().right);
+    return {key: l.dataset.legend, over: Math.max(0, ...cells) - card.right};
+  }));
+  assert.ok(overflow.length > 0);
+  for (const o of overflow) assert.ok(o.over <= 0, `legend ${o.key}: its numbers end ${o.over}px past the card`);
+  const titles = await page.$eval('[data-card="steps"] canvas', (c) => {
+    const ch = window.Chart.getChart(c);
+    return [ch.options.scales.x.title.text, ch.options.scales.y.title.text];
+  });
+  assert.deepEqual(titles, ['step duration (CPU, bin start)', 'steps']);
+});
+
+test('launch latency, GPU time breakdown, short kernels and sync call sites cards equal summary --json', async () => {
+  const val = (card, key) => text(`[data-card="${card}"] [data-val="${key}"]`);
+  const ll = summary.launch_latency;
+  assert.ok(ll.count > 0, 'the synthetic job has timed launches');
+  for (const k of ['median_ns', 'p90_ns', 'p99_ns', 'max_ns', 'mean_ns']) assertNs(await val('launch-latency', k), ll[k], `launch latency ${k}`);
+  assert.equal(parseCount(await val('launch-latency', 'negative')), ll.negative);
+  const b = summary.gpu_total.breakdown;
+  for (const k of ['compute_ns', 'communication_ns', 'memory_ns', 'idle_ns', 'host_wait_ns', 'kernel_wait_ns', 'overlap_ns']) {
+    assertNs(await val('gpu-breakdown', k), b[k], `breakdown ${k}`);
+  }
+  const sk = summary.short_kernels;
+  assert.equal(parseCount(await val('short-kernels', 'count')), sk.count);
+  assertNs(await val('short-kernels', 'total_ns'), sk.total_ns, 'short kernels GPU time');
+  assertPct(await val('short-kernels', 'launch_share'), sk.launch_share, 'short kernels launch share');
+  assertPct(await val('short-kernels', 'time_share'), sk.time_share, 'short kernels time share');
+  // Sync call sites need call stacks: a recording of test/e2e/sync_sites (three named sites).
+  const job = path.join(dir, 'syncsites');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--', path.join(build, 'test/e2e/sync_sites')], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'syncsites.html'), '-q']);
+  const sites = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString()).sync_call_sites.sites;
+  assert.ok(sites.length >= 3, `sync_sites has its call sites in the summary: ${JSON.stringify(sites)}`);
+  const r = await openReport(browser, path.join(dir, 'syncsites.html'));
+  const rows = await r.page.$$eval('[data-table="sync-sites"] tbody tr', (trs) => trs.map((tr) => ({
+    site: tr.querySelector('[data-col="site"]').textContent, count: tr.querySelector('[data-col="count"]').textContent,
+    total: tr.querySelector('[data-col="total_ns"]').textContent})));
+  assert.equal(rows.length, sites.length, 'one row per call site');
+  for (const x of sites) {
+    const row = rows.find((y) => y.site === x.site);
+    assert.ok(row, `site ${x.site} in the table`);
+    assert.equal(parseCount(row.count), x.count);
+    assertNs(row.total, x.total_ns, `site ${x.site} total`);
+  }
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+});
+
+test('CPU counters: the dashboard table, IPC and missing list equal summary --json; the timeline has their tracks', async () => {
+  const job = path.join(dir, 'counters');
+  const env = {...process.env, LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  execFileSync(cutrace, ['record', '-o', job, '--sample-hz', '50', '--gpu-timing', 'none', '--',
+                         path.join(build, 'test/e2e/paced_launches'), '500'], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'counters.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString());
+  const cc = s.ranks[0].cpu_counters;
+  assert.ok(cc.counters.some((c) => c.name === 'task-clock'), `task-clock in the summary: ${JSON.stringify(cc)}`);
+  const r = await openReport(browser, path.join(dir, 'counters.html'));
+  const rows = await r.page.$$eval('[data-table="cpu-counters-table"] tbody tr', (trs) => trs.map((tr) => ({
+    name: tr.querySelector('[data-col="name"]').textContent,
+    scope: tr.querySelector('[data-col="scope"]').textContent,
+    total: tr.querySelector('[data-col="total"]').textContent})));
+  assert.equal(rows.length, cc.counters.length, 'one table row per recorded counter');
+  for (const c of cc.counters) {
+    const scope = c.scope === 'cpu' ? 'cpu' + c.cpu : 'process';
+    const row = rows.find((x) => x.name === c.name && x.scope === scope);
+    assert.ok(row, `${c.name} ${scope} is in the table`);
+    assert.equal(parseCount(row.total), c.total, `${c.name} ${scope} total`);
+  }
+  const missing = await r.page.$$eval('[data-card="cpu-counters"] [data-missing]', (li) => li.map((x) => x.textContent));
+  assert.equal(missing.length, cc.missing.length, 'one line per missing counter');
+  for (const m of cc.missing) assert.ok(missing.some((x) => x.includes(m.name) && x.includes(m.reason)), `${m.name}: ${m.reason}`);
+  if (cc.ipc !== null) assert.equal(await r.page.locator('[data-stat="ipc_0"]').textContent(), cc.ipc.toFixed(3));
+  else assert.equal(await r.page.locator('[data-card="ipc"]').count(), 0, 'no IPC chart without cycles and instructions');
+  await r.page.click('.tab[data-view="timeline"]');
+  await r.page.waitForTimeout(100);
+  const tracks = await r.page.evaluate(() => window.cutraceTimeline.tracks());
+  assert.ok(tracks.some((t) => t.kind === 'counter' && t.name === 'CPU counter task-clock'),
+            `timeline tracks: ${tracks.map((t) => t.name).join(' | ')}`);
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
 });
 
 test('a capture past its buffer budget (--buffer-mb 1): a banner with the drops, the lost intervals on the timeline', async () => {
