@@ -454,6 +454,8 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::Module, "Module"},
     {trace::RecType::Stack, "Stack"},
     {trace::RecType::OpStack, "OpStack"},
+    {trace::RecType::PyCode, "PyCode"},
+    {trace::RecType::PyStack, "PyStack"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

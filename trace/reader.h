@@ -219,6 +219,8 @@ struct MinSizes {
     set_min<trace::ModuleRec>(v, T::Module);
     set_min<trace::StackRec>(v, T::Stack);
     set_min<trace::OpStackRec>(v, T::OpStack);
+    set_min<trace::PyCodeRec>(v, T::PyCode);
+    set_min<trace::PyStackRec>(v, T::PyStack);
   }
 };
 inline constexpr MinSizes kMinSizes;
