@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 
-from harness import STRESS_SCALE, test, traces
+from harness import STRESS_SCALE, test, trace_meta, traces
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PY_TESTS = os.path.join(REPO, "test", "python")
@@ -93,7 +93,8 @@ def python_call_sites_of_launches(s, c):
         c.equal(f"{ver} call sites (--python-skip fakefw,stdlib)", sites,
                 sorted([(f"stack_app.py:{b} in main", 2, 2), (f"stack_app.py:{a} in main", 3, 3)]))
         gpu = {x["line"]: x["gpu_ns"] for x in j2["python_call_sites"]["sites"]}
-        c.timing(gpu.get(a, 0) >= 3 * 2000 and gpu.get(b, 0) >= 2 * 5000, f"{ver} GPU ns by line {gpu}")
+        # The fake driver's kernels take about their nominal time (events: within a few %).
+        c.timing(gpu.get(a, 0) >= 0.8 * 3 * 2000 and gpu.get(b, 0) >= 0.8 * 2 * 5000, f"{ver} GPU ns by line {gpu}")
         p = s.run([s.cutrace, "summary", d])
         c.expect("GPU time by Python call site" in p.stdout, f"{ver}: no Python call-site table: {p.stdout[-800:]}")
         # The Chrome export's backtrace argument begins with the Python frames.
@@ -122,7 +123,14 @@ def python_stacks_under_thread_load(s, c):
     j = s.summary(c, d)
     c.equal("dropped_records", j["dropped_records"], 0)
     sites = [(x["site"], x["kernels"]) for x in j["python_call_sites"]["sites"]]
-    c.equal("launch call sites", sites, [(f"stack_stress.py:{launch_line} in main.<locals>.worker", threads * launches)])
+    # A thread whose stack ring is full records its call without a stack, counted in stacks_lost.
+    lost = int(trace_meta(s, c, os.path.join(d, traces(d)[0])).get("stacks_lost", 0))
+    c.equal("kernels", [(k["name"], k["count"]) for k in j["kernels"]], [("k_stress", threads * launches)])
+    c.require(len(sites) == 1, f"launch call sites {sites}")
+    c.equal("launch call site", sites[0][0], f"stack_stress.py:{launch_line} in main.<locals>.worker")
+    c.equal("launches with a stack + stacks_lost", sites[0][1] + lost, threads * launches)
+    if lost:
+        c.notes.append(f"{lost} of {threads * launches} stacks not recorded (stack rings full)")
     for x in j["sync_call_sites"]["sites"]:
         py = [f for f in x["frames"] if f.get("python")]
         c.expect(py and py[0]["line"] in sync_lines and py[0]["function"] == "main",
