@@ -15,6 +15,7 @@
 #include "shim/py_stack.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <atomic>
 #include <cstring>
 #include "runtime/config.h"
 #include "runtime/py_layout.h"
@@ -24,6 +25,10 @@ namespace cutrace {
 namespace {
 
 PyLayout g_layout313;  // 3.13: the built-in table updated from _Py_DebugOffsets
+// An unsupported interpreter's version, warned about once the process uses CUDA (py_stack_report):
+// not at load, where every Python process under `cutrace record` would print it.
+int g_unsupported_minor = -2;  // -2: nothing to report; -1: older than 3.10
+std::atomic<bool> g_reported{false};
 
 template <class T>
 inline T at(const char* base, uint32_t off) {
@@ -61,7 +66,10 @@ void py_stack_init() {
   g_py_stacks = PyStacks::None;
   if (config().py_stacks == PyStacks::None) return;
   const char* rt = static_cast<const char*>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
-  if (!rt) return;  // not a Python process (or libpython dlopen'ed later: not followed)
+  if (!rt) {  // not a Python process (or libpython dlopen'ed later: not followed), or before 3.7
+    if (dlsym(RTLD_DEFAULT, "Py_GetVersion")) g_unsupported_minor = -1;
+    return;
+  }
   // Py_Version (3.11+) is data; 3.10 has no Py_Version but is the first with PyAIter_Check.
   const auto* ver = static_cast<const uint32_t*>(dlsym(RTLD_DEFAULT, "Py_Version"));
   int major = 3, minor = -1;
@@ -70,8 +78,7 @@ void py_stack_init() {
   const PyLayout* l = major == 3 ? builtin_py_layout(minor) : nullptr;
   const void* code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
   if (!l || !code_type) {
-    if (minor < 0) log_warn("CPython older than 3.10: Python call stacks not supported; native stacks only");
-    else log_warn("CPython %d.%d: Python call stacks not supported (3.10 to 3.13); native stacks only", major, minor);
+    g_unsupported_minor = major == 3 ? minor : 99;
     return;
   }
   if (minor == 13) {
@@ -88,6 +95,14 @@ void py_stack_init() {
   g_pyrt.version_hex = ver ? *ver : 0;
   g_py_stacks = config().py_stacks;
   log_info("CPython 3.%d found: Python call stacks on", minor);
+}
+
+void py_stack_report() {
+  if (g_unsupported_minor == -2 || g_reported.exchange(true, std::memory_order_relaxed)) return;
+  if (g_unsupported_minor < 0)
+    log_warn("CPython older than 3.10: Python call stacks not supported; native stacks only");
+  else
+    log_warn("CPython 3.%d: Python call stacks not supported (3.10 to 3.13); native stacks only", g_unsupported_minor);
 }
 
 uint32_t capture_py_stack(PyRawFrame* out, uint32_t max) {

@@ -56,6 +56,8 @@ def python_stacks_of_syncs_match_python(s, c):
         d, want = run_app(s, c, python)
         ver = ".".join(map(str, want["version"]))
         c.equal(f"{ver} scenarios", [w[0] for w in want["stacks"]], SCENARIOS)
+        meta = trace_meta(s, c, os.path.join(d, traces(d)[0]))
+        c.equal(f"{ver} python_stacks meta", meta.get("python_stacks"), f"sync {ver}")
         j = s.summary(c, d)
         sites = j["sync_call_sites"]["sites"]
         got = [py_frames(x) for x in sites]
@@ -135,3 +137,22 @@ def python_stacks_under_thread_load(s, c):
         py = [f for f in x["frames"] if f.get("python")]
         c.expect(py and py[0]["line"] in sync_lines and py[0]["function"] == "main",
                  f"a sync site not at a sync line {sorted(sync_lines)}: {x['site']}")
+
+
+@test
+def unsupported_python_warns_once_native_stacks_only(s, c):
+    """An interpreter older than 3.10 (those listed in CUTRACE_TEST_OLD_PYTHONS): one warning once
+    CUDA is used, native stacks only, the program's output unchanged."""
+    old = [p for p in os.environ.get("CUTRACE_TEST_OLD_PYTHONS", "").split() if shutil.which(p)]
+    if not old:
+        c.notes.append("no interpreter in CUTRACE_TEST_OLD_PYTHONS: nothing run")
+    for python in old:
+        d = s.tmpdir("pystack-old")
+        out = os.path.join(d, "expected.json")
+        p = s.record(c, d, [python, APP, out])
+        c.equal(f"{python} stdout", p.stdout, "stack_app: OK\n")
+        c.equal(f"{python} warnings", p.stderr.count("Python call stacks not supported"), 1)
+        j = s.summary(c, d)
+        sites = j["sync_call_sites"]["sites"]
+        c.expect(sites and not any(f.get("python") for x in sites for f in x["frames"]),
+                 f"{python}: Python frames or no stacks: {[x['site'] for x in sites]}")
