@@ -27,6 +27,7 @@
 #include "runtime/config.h"
 #include "runtime/driver.h"
 #include "runtime/gpu_sample.h"
+#include "runtime/py_layout.h"
 #include "runtime/raw_pack.h"
 #include "runtime/record_buffer.h"
 #include "runtime/thread_state.h"
@@ -155,6 +156,15 @@ bool Collector::start() {
                                                       : "end";
   write_process_meta(w_, rank, timing);
   w_.meta("backtrace", g_backtrace == Backtrace::None ? "none" : g_backtrace == Backtrace::All ? "all" : "sync");
+  if (g_pyrt.layout) {  // a supported CPython was found at load
+    char v[48];
+    snprintf(v, sizeof v, "%s 3.%d",
+             g_py_stacks == PyStacks::Launch ? "launch"
+             : g_py_stacks == PyStacks::Sync ? "sync"
+                                             : "none",
+             g_pyrt.layout->minor);
+    w_.meta("python_stacks", v);
+  }
   if (gpu_sample_) {
     char f[32];
     snprintf(f, sizeof f, "%g", cfg.gpu_sample);

@@ -97,7 +97,8 @@ size_t Collector::read_records(ThreadState* s, size_t limit, uint64_t horizon) {
     d.owner = s;
     if ((d.r.flags & kRawStackSlot) && s->stacks) {
       if (const StackSlot* st = s->stacks->peek()) {
-        d.stack = stacks_.intern(st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); });
+        d.stack = stacks_.intern(
+            st->pc, st->depth, [](uint64_t pc) { return in_shim(pc); }, st->py, st->py_depth);
         s->stacks->pop();
       }
     }

@@ -133,17 +133,24 @@ uint32_t ModuleMap::resolve(uint64_t pc, uint64_t* offset) {
 std::vector<uint64_t> StackInterner::raw_pcs(uint32_t id) const {
   std::vector<uint64_t> pcs;
   for (const auto& [key, sid] : by_pcs_) {
-    if (sid != id) continue;
-    pcs.resize(key.size() / sizeof(uint64_t));
-    std::memcpy(pcs.data(), key.data(), pcs.size() * sizeof(uint64_t));
+    if (sid != id || key.size() < sizeof(uint32_t)) continue;
+    uint32_t n = 0;  // the key: native frame count, the PCs, then the Python frames
+    std::memcpy(&n, key.data(), sizeof n);
+    pcs.resize(std::min<size_t>(n, (key.size() - sizeof n) / sizeof(uint64_t)));
+    std::memcpy(pcs.data(), key.data() + sizeof n, pcs.size() * sizeof(uint64_t));
     break;
   }
   return pcs;
 }
 
-uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
-  if (n == 0) return 0;
-  key_.assign(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));  // reuses its buffer
+uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n, const PyRawFrame* py, uint32_t py_n) {
+  if (n == 0 && py_n == 0) return 0;
+  key_.assign(reinterpret_cast<const char*>(&n), sizeof n);  // reuses its buffer
+  key_.append(reinterpret_cast<const char*>(pcs), n * sizeof(uint64_t));
+  if (py_n) {
+    key_.append(reinterpret_cast<const char*>(&py_n), sizeof py_n);
+    key_.append(reinterpret_cast<const char*>(py), py_n * sizeof(PyRawFrame));
+  }
   auto hit = by_pcs_.find(key_);
   if (hit != by_pcs_.end()) return hit->second;
   trace::StackFrame frames[trace::kMaxStackFrames];
@@ -152,16 +159,34 @@ uint32_t StackInterner::intern_frames(const uint64_t* pcs, uint32_t n) {
     frames[i].module = modules_.resolve(pcs[i], &off);
     frames[i].offset = off;
   }
+  trace::PyFrame pf[trace::kMaxPyFrames];
+  for (uint32_t i = 0; i < py_n; ++i) pf[i] = py_.frame(py[i]);
   // The same frames may come from other raw PCs (a library unloaded and loaded elsewhere).
   std::string key(reinterpret_cast<const char*>(frames), n * sizeof(trace::StackFrame));
+  if (py_n) {
+    key.append(reinterpret_cast<const char*>(&py_n), sizeof py_n);
+    key.append(reinterpret_cast<const char*>(pf), py_n * sizeof(trace::PyFrame));
+  }
   auto it = by_frames_.find(key);
   if (it == by_frames_.end()) {
     it = by_frames_.emplace(key, uint32_t(by_frames_.size() + 1)).first;
-    trace::StackRec s{};
-    s.h.type = uint16_t(trace::RecType::Stack);
-    s.stack = it->second;
-    s.depth = uint16_t(n);
-    w_.append_var(&s, sizeof s, frames, n * sizeof(trace::StackFrame));
+    if (py_n) {
+      trace::PyStackRec s{};
+      s.h.type = uint16_t(trace::RecType::PyStack);
+      s.stack = it->second;
+      s.py_depth = uint16_t(py_n);
+      s.depth = uint16_t(n);
+      char tail[sizeof pf + sizeof frames];
+      memcpy(tail, pf, py_n * sizeof(trace::PyFrame));
+      memcpy(tail + py_n * sizeof(trace::PyFrame), frames, n * sizeof(trace::StackFrame));
+      w_.append_var(&s, sizeof s, tail, py_n * sizeof(trace::PyFrame) + n * sizeof(trace::StackFrame));
+    } else {
+      trace::StackRec s{};
+      s.h.type = uint16_t(trace::RecType::Stack);
+      s.stack = it->second;
+      s.depth = uint16_t(n);
+      w_.append_var(&s, sizeof s, frames, n * sizeof(trace::StackFrame));
+    }
   }
   // Raw PCs are only valid while the same objects stay loaded at the same addresses.
   by_pcs_.emplace(key_, it->second);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+#include "collector/py_code.h"
 #include "trace/format.h"
 #include "trace/writer.h"
 
@@ -52,17 +53,19 @@ class ModuleMap {
 
 class StackInterner {
  public:
-  explicit StackInterner(TraceWriter& w) : modules_(w), w_(w) {}
+  explicit StackInterner(TraceWriter& w) : modules_(w), py_(w), w_(w) {}
   // Interns the innermost-first raw PCs, leading frames in the shim's own code (`skip(pc)`
-  // true) removed and at most trace::kMaxStackFrames kept. Returns the stack id, 0 if no frame
+  // true) removed and at most trace::kMaxStackFrames kept, with the `py_n` Python frames (a
+  // PyStack record when there are any, else a Stack record). Returns the stack id, 0 if no frame
   // is left.
   template <class Skip>
-  uint32_t intern(const uint64_t* pcs, uint32_t n, Skip&& skip) {
+  uint32_t intern(const uint64_t* pcs, uint32_t n, Skip&& skip, const PyRawFrame* py = nullptr, uint32_t py_n = 0) {
     uint32_t first = 0;
     while (first < n && skip(pcs[first])) ++first;
-    return intern_frames(pcs + first, std::min<uint32_t>(n - first, trace::kMaxStackFrames));
+    return intern_frames(pcs + first, std::min<uint32_t>(n - first, trace::kMaxStackFrames), py,
+                         std::min<uint32_t>(py_n, trace::kMaxPyFrames));
   }
-  uint32_t intern_frames(const uint64_t* pcs, uint32_t n);
+  uint32_t intern_frames(const uint64_t* pcs, uint32_t n, const PyRawFrame* py = nullptr, uint32_t py_n = 0);
   ModuleMap& modules() { return modules_; }
   size_t stacks() const { return by_frames_.size(); }
   // The raw PCs of one interned stack (a scan: for the rare hang report), empty if unknown.
@@ -70,6 +73,7 @@ class StackInterner {
 
  private:
   ModuleMap modules_;
+  PyCodeTable py_;
   TraceWriter& w_;
   std::unordered_map<std::string, uint32_t> by_pcs_;     // raw PCs (bytes) -> id
   std::unordered_map<std::string, uint32_t> by_frames_;  // resolved frames (bytes) -> id

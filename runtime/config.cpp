@@ -15,6 +15,7 @@ std::atomic<bool> g_windows_by_api{false};
 std::atomic<bool> g_gpu_sample_on{true};
 std::atomic<bool> g_gpu_anchoring{false};
 Backtrace g_backtrace = Backtrace::Sync;
+PyStacks g_py_stacks = PyStacks::Sync;
 
 // Never destroyed: used until the last atexit handler. Initialised ahead of every default-priority
 // initialiser and load-time constructor of the library (cutrace_init, shim/init.cpp, reads it).
@@ -52,6 +53,12 @@ void load_config() {
     else if (!strcmp(v, "sync")) c.backtrace = Backtrace::Sync;
     else if (!strcmp(v, "all")) c.backtrace = Backtrace::All;
     else log_warn("CUTRACE_BACKTRACE=%s not understood (none|sync|all); using sync", v);
+  }
+  if (const char* v = env("CUTRACE_PYTHON_STACKS")) {
+    if (!strcmp(v, "none")) c.py_stacks = PyStacks::None;
+    else if (!strcmp(v, "sync")) c.py_stacks = PyStacks::Sync;
+    else if (!strcmp(v, "launch")) c.py_stacks = PyStacks::Launch;
+    else log_warn("CUTRACE_PYTHON_STACKS=%s not understood (none|sync|launch); using sync", v);
   }
   if (const char* v = env("CUTRACE_SAMPLE_HZ")) c.sample_hz = atoi(v) < 0 ? 0 : atoi(v);
   if (c.sample_hz > 1000) c.sample_hz = 1000;

@@ -25,6 +25,13 @@ enum class Backtrace : uint8_t {
   All,   // those, and every launch, asynchronous copy and memset
 };
 
+// Which intercepted calls record the calling thread's Python frames (CUTRACE_PYTHON_STACKS).
+enum class PyStacks : uint8_t {
+  None,    // none
+  Sync,    // where native stacks are taken (blocking syncs and copies by default) (default)
+  Launch,  // those, and every launch, copy and memset
+};
+
 struct Config {
   std::string out_dir;  // CUTRACE_OUTPUT (default ./cutrace-trace)
   // CUTRACE_GPU_TIMING=auto|cupti|exact|end|events|none. auto (default): CUPTI where libcupti
@@ -35,6 +42,7 @@ struct Config {
   bool timing_auto = true;
   bool timing_exact = false;
   Backtrace backtrace = Backtrace::Sync;  // CUTRACE_BACKTRACE=none|sync|all
+  PyStacks py_stacks = PyStacks::Sync;    // CUTRACE_PYTHON_STACKS=none|sync|launch
   int sample_hz = 10;                     // CUTRACE_SAMPLE_HZ (0 disables the samplers)
   // CUTRACE_CPU_COUNTERS: "" defaults, "none" software counters only, "off" no counters, else
   // names read besides the software counters (collector/cpu_counters.h).

@@ -63,7 +63,7 @@ ThreadState* registry_add_current_thread() {
   auto* s = new ThreadState;
   s->tid = uint32_t(syscall(SYS_gettid));
   s->index = g_next_index.fetch_add(1, std::memory_order_relaxed);
-  if (g_backtrace != Backtrace::None) s->stacks = new StackRing;
+  if (g_backtrace != Backtrace::None || g_py_stacks != PyStacks::None) s->stacks = new StackRing;
   ThreadState* head = g_head.load(std::memory_order_relaxed);
   do {
     s->next.store(head, std::memory_order_relaxed);

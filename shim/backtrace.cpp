@@ -7,6 +7,7 @@
 #include "shim/backtrace.h"
 #include <link.h>
 #include <unwind.h>
+#include "shim/py_stack.h"
 
 namespace cutrace {
 
@@ -44,6 +45,7 @@ void capture_stack(StackSlot* slot) {
 
 void backtrace_init() {
   g_backtrace = config().backtrace;
+  py_stack_init();
   dl_iterate_phdr(find_shim, reinterpret_cast<void*>(&capture_stack));
 }
 

@@ -6,6 +6,7 @@
 #include "runtime/thread_state.h"
 #include "shim/backtrace.h"
 #include "shim/op.h"
+#include "shim/py_stack.h"
 
 namespace cutrace {
 
@@ -26,6 +27,7 @@ __attribute__((constructor)) void cutrace_init() {
 
 ThreadState* thread_state_slow() {
   if (t_in_shim || !collector_ensure_started()) return nullptr;
+  py_stack_report();
   return registry_add_current_thread();
 }
 

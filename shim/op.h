@@ -10,11 +10,15 @@
 #include "runtime/ticks.h"
 #include "shim/backtrace.h"
 #include "shim/binding.h"
+#include "shim/py_stack.h"
 #include "trace/format.h"
 
 namespace cutrace {
 
 extern GpuTiming g_timing;  // copy of config().timing, read on the hot path
+
+// Op::begin's `stack` bits.
+inline constexpr uint8_t kStackNative = 1, kStackPython = 2;
 
 // Marks the thread busy recording a call of kind k, then checks capture again: at exit the
 // collector turns capture off, makes every thread's stores visible (collector_quiesce's
@@ -38,8 +42,9 @@ bool note_context(ThreadState* ts, CUcontext ctx);
 class Op {
  public:
   // False when this call is not recorded: capture off, re-entry, or the buffer budget in use
-  // (counted). `stack`: record the caller's native call stack too (shim/backtrace.h).
-  bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0, bool stack = false) {
+  // (counted). `stack`: record the caller's native call stack (kStackNative, shim/backtrace.h)
+  // and/or its Python frames (kStackPython, shim/py_stack.h) too.
+  bool begin(const Binding& b, RawKind kind, CUstream stream, uint16_t flags = 0, uint8_t stack = 0) {
     if (!capture_on() || t_in_shim) return false;
     ts_ = thread_state();
     if (!ts_ || !enter_record(ts_, kind)) return false;
@@ -62,7 +67,7 @@ class Op {
     rec_.cupti_corr = 0;
     rec_.ev.event = nullptr;  // the fill sets what its kind uses
     rec_.ctx = ctx;
-    if (stack) take_stack();  // before t0: the unwind is not charged to the call
+    if (stack) take_stack(stack);  // before t0: the unwind is not charged to the call
     rec_.t0 = ticks();
     return true;
   }
@@ -125,7 +130,7 @@ class Op {
   }
 
  private:
-  void take_stack() {
+  void take_stack(uint8_t what) {
     StackRing* ring = ts_->stacks;
     if (!ring) return;
     StackSlot* slot = ring->reserve();
@@ -133,7 +138,9 @@ class Op {
       ts_->stacks_lost.store(ts_->stacks_lost.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return;
     }
-    capture_stack(slot);
+    slot->depth = 0;
+    if (what & kStackNative) capture_stack(slot);
+    slot->py_depth = (what & kStackPython) ? capture_py_stack(slot->py, kPyCaptureFrames) : 0;
     ring->commit();  // published before the record (whose commit the collector acquires first)
     rec_.flags |= kRawStackSlot;
   }
@@ -159,10 +166,23 @@ class Op {
   bool cupti_ = false;
 };
 
-// Call stacks of GPU operations: blocking copies/memsets by default, every one with `all`.
-inline bool gpu_op_wants_stack(uint16_t flags) {
+// What a blocking synchronisation, copy or memset records: both kinds of stack by default.
+inline uint8_t blocking_stack() {
+  return uint8_t((g_backtrace != Backtrace::None ? kStackNative : 0) |
+                 (g_py_stacks != PyStacks::None ? kStackPython : 0));
+}
+
+// Call stacks of GPU operations: blocking copies/memsets by default, every one with `all`;
+// Python frames of every one with CUTRACE_PYTHON_STACKS=launch.
+inline uint8_t gpu_op_wants_stack(uint16_t flags) {
   Backtrace m = g_backtrace;
-  return m == Backtrace::All || (m == Backtrace::Sync && (flags & kRawBlocking));
+  PyStacks p = g_py_stacks;
+  if (m == Backtrace::None && p == PyStacks::None) return 0;
+  if (flags & kRawBlocking) return blocking_stack();
+  uint8_t s = 0;
+  if (m == Backtrace::All) s = kStackNative | (p != PyStacks::None ? kStackPython : 0);
+  if (p == PyStacks::Launch) s |= kStackPython;
+  return s;
 }
 
 // Wrapper of an operation that enqueues GPU work: `call(real)` makes the real call.
@@ -179,7 +199,7 @@ inline CUresult traced_gpu_op(const Binding& b, RawKind kind, CUstream s, uint16
 // Wrapper of a host-side call (sync, memory, event record): CPU times and result only.
 // `stack`: record the call stack (synchronisations).
 template <class PFN, class Fill, class Call>
-inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call, bool stack = false) {
+inline CUresult traced_call(const Binding& b, RawKind kind, CUstream s, Fill&& fill, Call&& call, uint8_t stack = 0) {
   PFN real = b.fn<PFN>();
   Op op;
   if (!op.begin(b, kind, s, 0, stack)) return call(real);

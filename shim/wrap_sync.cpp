@@ -6,7 +6,7 @@ namespace {
 
 using trace::SyncKind;
 
-// Blocking synchronisations record their call stack (CUTRACE_BACKTRACE sync or all); queries
+// Blocking synchronisations record their call stacks (CUTRACE_BACKTRACE, CUTRACE_PYTHON_STACKS); queries
 // return at once and do not.
 // Blocking ones publish their start before the call (an open Sync record if the process ends
 // while the thread waits in it).
@@ -15,7 +15,7 @@ CUresult sync(const Binding& b, SyncKind kind, CUstream s, CUevent e, Call&& cal
   bool blocks = kind == SyncKind::Context || kind == SyncKind::Stream || kind == SyncKind::Event;
   PFN real = b.fn<PFN>();
   Op op;
-  if (!op.begin(b, RawKind::Sync, s, 0, blocks && g_backtrace != Backtrace::None)) return call(real);
+  if (!op.begin(b, RawKind::Sync, s, 0, blocks ? blocking_stack() : 0)) return call(real);
   op.rec().sub = uint8_t(kind);
   op.rec().ev.event = e;
   if (blocks)

@@ -82,6 +82,10 @@ enum class RecType : uint16_t {
   Stack = 41,    // an interned call stack: frames as (module, offset)
   OpStack = 42,  // links an operation (by corr) to the call stack that issued it
   Payload = 43,  // an NVTX event's scalar payload; directly precedes its Range or Mark record
+  // 44: reserved
+  PyCode = 45,   // an interned Python code object: file, names, first line
+  PyStack = 46,  // an interned call stack with Python frames: (code, line) then native frames
+  // 47: reserved (Python stacks)
   // The hang watchdog (--hang-timeout): a report, its items, and the report's work completing.
   Hang = 48,
   HangItem = 49,
@@ -640,6 +644,35 @@ struct HangEndRec {
   uint32_t pad;
 };
 static_assert(sizeof(HangEndRec) == 4 + 8 * 2 + 4 * 2);
+
+// Python call stacks (CUTRACE_PYTHON_STACKS). A PyCode record is written once per code object,
+// before the first PyStack that names it.
+struct PyCodeRec {
+  RecHeader h;
+  uint32_t code;         // id used by PyFrame (1, 2, ...)
+  uint32_t file_id;      // string: co_filename ("?" when the object could not be read)
+  uint32_t name_id;      // string: co_name
+  uint32_t qualname_id;  // string: co_qualname (co_name before 3.11)
+  uint32_t first_line;   // co_firstlineno
+};
+static_assert(sizeof(PyCodeRec) == 24);
+
+struct PyFrame {
+  uint32_t code;  // PyCodeRec id
+  uint32_t line;  // source line of the instruction executing (0 = unknown)
+};
+static_assert(sizeof(PyFrame) == 8);
+
+// Shares its id space with StackRec (an OpStack names either). Followed by `py_depth` PyFrame
+// values (innermost first), then `depth` StackFrame values (the native stack, as in StackRec).
+struct PyStackRec {
+  RecHeader h;
+  uint32_t stack;     // id (1, 2, ...), never also used by a StackRec
+  uint16_t py_depth;  // at most kMaxPyFrames
+  uint16_t depth;     // at most kMaxStackFrames
+};
+static_assert(sizeof(PyStackRec) == 12);
+inline constexpr uint16_t kMaxPyFrames = 32;
 
 #pragma pack(pop)
 

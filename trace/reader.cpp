@@ -461,6 +461,8 @@ constexpr TypeName kTypeNames[] = {
     {trace::RecType::CounterDef, "CounterDef"},
     {trace::RecType::CounterSample, "CounterSample"},
     {trace::RecType::CounterMissing, "CounterMissing"},
+    {trace::RecType::PyCode, "PyCode"},
+    {trace::RecType::PyStack, "PyStack"},
 };
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -226,6 +226,8 @@ struct MinSizes {
     set_min<trace::CounterDefRec>(v, T::CounterDef);
     set_min<trace::CounterSampleRec>(v, T::CounterSample);
     set_min<trace::CounterMissingRec>(v, T::CounterMissing);
+    set_min<trace::PyCodeRec>(v, T::PyCode);
+    set_min<trace::PyStackRec>(v, T::PyStack);
   }
 };
 inline constexpr MinSizes kMinSizes;

@@ -411,6 +411,16 @@
       {key: 'mean_ns', title: 'Mean', num: true, fmt: CT.fmtNs},
       {key: 'max_ns', title: 'Max', num: true, fmt: CT.fmtNs},
     ], Object.entries(S.syncs).map(([k, s]) => Object.assign({kind: k}, s)), {id: 'syncs', sortKey: 'total_ns'})));
+    // Kernels by the Python line that launched them (--python-stacks launch): only when recorded.
+    const py = (S.python_call_sites && S.python_call_sites.sites) || [];
+    if (py.length) {
+      out.push(card('GPU time by Python call site', {wide: true, note: `innermost frame outside ${S.python_call_sites.skip}`}, CT.table([
+        {key: 'site', title: 'Call site', cls: 'name'},
+        {key: 'kernels', title: 'Kernels', num: true, fmt: CT.fmtCount},
+        {key: 'timed', title: 'Timed', num: true, fmt: CT.fmtCount},
+        {key: 'gpu_ns', title: 'GPU time', num: true, fmt: CT.fmtNs},
+      ], py, {id: 'pysites', sortKey: 'gpu_ns'})));
+    }
     out.push(card('NVTX ranges and annotations', {full: true}, CT.table([
       {key: 'name', title: 'Name', cls: 'name'},
       {key: 'domain', title: 'Domain'},

@@ -22,6 +22,7 @@ AREAS = ["summary_checks",    # counts and times of `cutrace summary`
          "export_checks",     # Chrome, Perfetto, SQLite exports
          "window_checks",     # capture windows
          "stack_checks",      # call stacks (--backtrace)
+         "pystack_checks",    # Python call stacks (--python-stacks)
          "serve_checks",      # `cutrace serve`
          "capture_checks",    # lossless capture, bursts, stress
          "nvtx_checks",       # NVTX against the specification's oracle

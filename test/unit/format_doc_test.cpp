@@ -284,3 +284,18 @@ TEST_CASE(
       FIELD(CounterMissingRec, scope), FIELD(CounterMissingRec, pad)};
   CHECK(miss.fields == want_miss);
 }
+
+TEST_CASE("FORMAT.md describes the Python stack records (PyCode, PyStack) as format.h defines them") {
+  DocTable code = doc_table("PyCode", int(RecType::PyCode));
+  CHECK(code.record_size == sizeof(PyCodeRec));
+  std::map<std::string, std::pair<size_t, size_t>> want_code = {
+      FIELD(PyCodeRec, code), FIELD(PyCodeRec, file_id), FIELD(PyCodeRec, name_id), FIELD(PyCodeRec, qualname_id),
+      FIELD(PyCodeRec, first_line)};
+  CHECK(code.fields == want_code);
+  DocTable stack = doc_table("PyStack", int(RecType::PyStack));
+  CHECK(stack.record_size == sizeof(PyStackRec));  // the fixed part
+  std::map<std::string, std::pair<size_t, size_t>> want_stack = {FIELD(PyStackRec, stack), FIELD(PyStackRec, py_depth),
+                                                                 FIELD(PyStackRec, depth)};
+  CHECK(stack.fields == want_stack);
+  CHECK(sizeof(PyFrame) == 8);
+}

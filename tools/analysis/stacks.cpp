@@ -25,6 +25,31 @@ bool StackTable::absorb(const Record& rec, const TraceReader& r) {
     info.size = m.size;
     return true;
   }
+  if (rec.type() == trace::RecType::PyCode) {
+    const auto& c = rec.as<trace::PyCodeRec>();
+    uint32_t id = c.code;  // packed record: copy before binding a reference
+    PyCodeInfo& info = py_codes_[id];
+    info.file = std::string(r.str(c.file_id));
+    info.name = std::string(r.str(c.name_id));
+    info.qualname = std::string(r.str(c.qualname_id));
+    info.first_line = c.first_line;
+    return true;
+  }
+  if (rec.type() == trace::RecType::PyStack) {
+    const auto& s = rec.as<trace::PyStackRec>();
+    std::string_view tail = rec.tail(sizeof(trace::PyStackRec));
+    size_t py = std::min<size_t>(s.py_depth, tail.size() / sizeof(trace::PyFrame));
+    tail.remove_prefix(py * sizeof(trace::PyFrame));
+    size_t depth = s.depth, n = std::min<size_t>(depth, tail.size() / sizeof(trace::StackFrame));
+    uint32_t id = s.stack;  // packed record: copy before binding a reference
+    std::vector<trace::PyFrame>& pf = py_stacks_[id];
+    pf.resize(py);
+    if (py) std::memcpy(pf.data(), rec.tail(sizeof(trace::PyStackRec)).data(), py * sizeof(trace::PyFrame));
+    std::vector<trace::StackFrame>& frames = stacks_[id];
+    frames.resize(n);
+    if (n) std::memcpy(frames.data(), tail.data(), n * sizeof(trace::StackFrame));
+    return true;
+  }
   if (rec.type() == trace::RecType::Stack) {
     const auto& s = rec.as<trace::StackRec>();
     std::string_view tail = rec.tail(sizeof(trace::StackRec));
@@ -43,6 +68,43 @@ const std::vector<trace::StackFrame>* StackTable::stack(uint32_t id) const {
   return it == stacks_.end() ? nullptr : &it->second;
 }
 
+const std::vector<trace::PyFrame>* StackTable::py_stack(uint32_t id) const {
+  auto it = py_stacks_.find(id);
+  return it == py_stacks_.end() ? nullptr : &it->second;
+}
+
+const PyCodeInfo* StackTable::py_code(uint32_t id) const {
+  auto it = py_codes_.find(id);
+  return it == py_codes_.end() ? nullptr : &it->second;
+}
+
+bool py_frame_in_packages(const std::string& file, const std::string& packages) {
+  if (file.empty() || file[0] == '<') return false;  // <string>, <frozen ...>: exec'd or built-in
+  std::vector<std::string> parts;
+  for (size_t a = 0, b; a < file.size(); a = b + 1) {
+    b = file.find('/', a);
+    if (b == std::string::npos) b = file.size();
+    if (b > a) parts.push_back(file.substr(a, b - a));
+  }
+  for (size_t a = 0, b; a <= packages.size(); a = b + 1) {
+    b = packages.find(',', a);
+    if (b == std::string::npos) b = packages.size();
+    std::string p = packages.substr(a, b - a);
+    if (p.empty()) continue;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      if (p == "stdlib") {
+        // .../lib/pythonX.Y/x.py, not .../pythonX.Y/site-packages/ or dist-packages/
+        bool lib = parts[k].rfind("python3", 0) == 0 && k > 0 && parts[k - 1].rfind("lib", 0) == 0;
+        bool site = k + 2 < parts.size() && (parts[k + 1] == "site-packages" || parts[k + 1] == "dist-packages");
+        if (lib && !site) return true;
+      } else if (parts[k] == p) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 const ModuleInfo* StackTable::module(uint32_t id) const {
   auto it = modules_.find(id);
   return it == modules_.end() ? nullptr : &it->second;
@@ -50,6 +112,11 @@ const ModuleInfo* StackTable::module(uint32_t id) const {
 
 std::string frame_text(const SymFrame& f) {
   char off[32];
+  if (f.python) {
+    size_t slash = f.module.rfind('/');
+    std::string file = slash == std::string::npos ? f.module : f.module.substr(slash + 1);
+    return file + ":" + (f.line ? std::to_string(f.line) : std::string("?")) + " in " + f.function;
+  }
   if (f.module.empty()) {
     snprintf(off, sizeof off, "0x%llx", (unsigned long long)f.offset);
     return f.function.empty() ? off : f.function + " (" + off + ")";
@@ -198,6 +265,15 @@ SymFrame Symbolizer::frame(const StackTable& t, const trace::StackFrame& f) {
 
 std::vector<SymFrame> Symbolizer::stack(const StackTable& t, uint32_t id) {
   std::vector<SymFrame> out;
+  if (const auto* py = t.py_stack(id))
+    for (const trace::PyFrame& p : *py) {
+      SymFrame f;
+      f.python = true;
+      f.line = p.line;
+      if (const PyCodeInfo* c = t.py_code(p.code)) f.module = c->file, f.function = c->qualname;
+      else f.module = "?", f.function = "?";
+      out.push_back(std::move(f));
+    }
   if (const auto* frames = t.stack(id))
     for (const trace::StackFrame& f : *frames) out.push_back(frame(t, f));
   return out;

@@ -4,8 +4,8 @@
 // with elfutils' libelf and cached per module; C++ names are demangled. Symbolisation happens
 // here, on the machine that runs the tool: the module files must be there (same paths), and a
 // module whose build-id differs from the recorded one is not symbolised (frames keep their
-// module + offset). Python frames are not reconstructed: a Python program's syncs show the
-// interpreter's native frames (e.g. _PyEval_EvalFrameDefault) above the extension's.
+// module + offset). PyCode and PyStack records add the Python frames the shim read
+// (shim/py_stack.h): a stack lists them first (innermost first), then its native frames.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,6 +17,11 @@
 
 namespace cutrace {
 
+struct PyCodeInfo {
+  std::string file, name, qualname;
+  uint32_t first_line = 0;
+};
+
 struct ModuleInfo {
   std::string path;
   std::string build_id;  // lowercase hex, "" = not recorded
@@ -27,16 +32,20 @@ struct ModuleInfo {
 // The Module and Stack records of one file, fed in file order (each precedes its first use).
 class StackTable {
  public:
-  // Keeps Module and Stack records; returns false for any other record.
+  // Keeps Module, Stack, PyCode and PyStack records; returns false for any other record.
   bool absorb(const Record& rec, const TraceReader& r);
   const std::vector<trace::StackFrame>* stack(uint32_t id) const;  // nullptr if unknown
+  const std::vector<trace::PyFrame>* py_stack(uint32_t id) const;  // nullptr if none
   const ModuleInfo* module(uint32_t id) const;                     // nullptr if unknown
+  const PyCodeInfo* py_code(uint32_t id) const;                    // nullptr if unknown
   size_t stacks() const { return stacks_.size(); }
   size_t modules() const { return modules_.size(); }
 
  private:
   std::unordered_map<uint32_t, ModuleInfo> modules_;
   std::unordered_map<uint32_t, std::vector<trace::StackFrame>> stacks_;
+  std::unordered_map<uint32_t, std::vector<trace::PyFrame>> py_stacks_;
+  std::unordered_map<uint32_t, PyCodeInfo> py_codes_;
 };
 
 // OpStack records: each operation's call stack id, kept from its OpStack record (which comes
@@ -59,12 +68,21 @@ class OpStacks {
 };
 
 struct SymFrame {
-  std::string function;  // demangled; "" when unknown
-  std::string module;    // path; "" when the PC was in no module
+  std::string function;  // demangled; "" when unknown; a Python frame's co_qualname
+  std::string module;    // path; "" when the PC was in no module; a Python frame's co_filename
   uint64_t offset = 0;   // in the module (return address), or the raw PC without a module
+  bool python = false;   // a Python frame: module:line in function
+  uint32_t line = 0;     // Python frames: the source line (0 = unknown)
 };
 // "function (libfoo.so+0x1a2b)", "libfoo.so+0x1a2b" or "0x7f...": the module's file name only.
+// Python frames: "train.py:87 in step" (the file name only).
 std::string frame_text(const SymFrame& f);
+// Whether a Python frame's file belongs to one of `packages` (comma-separated names: a path
+// component equal to one, "stdlib" for the standard library, "<frozen ...>" and "<string>"
+// files never count as stdlib). The innermost Python frame not in them is the call site.
+bool py_frame_in_packages(const std::string& file, const std::string& packages);
+// The default of `summary --python-skip`.
+inline constexpr const char* kDefaultPySkip = "torch,triton,jax,stdlib";
 
 struct ElfSymbol {
   uint64_t addr = 0;

@@ -409,11 +409,14 @@ Json sync_call_sites_json(const SummaryModel& m) {
   for (size_t i = 0; i < all_sites.size() && i < SummaryModel::kSyncSites; ++i) {
     const SyncSite& site = all_sites[i];
     Json frames = Json::array();
-    for (const SymFrame& f : site.frames)
-      frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    for (const SymFrame& f : site.frames) {
+      if (f.python)
+        frames.push_back({{"python", true}, {"function", f.function}, {"file", f.module}, {"line", f.line}});
+      else frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+    }
     Json apis = Json::object();
     for (const auto& [name, n] : site.apis) apis[name] = n;
-    sites.push_back({{"site", sync_site_label(site)},
+    sites.push_back({{"site", sync_site_label(site, m.options().py_skip)},
                      {"count", site.time.count},
                      {"total_ns", site.time.total_ns},
                      {"mean_ns", site.time.mean_ns()},
@@ -427,6 +430,20 @@ Json sync_call_sites_json(const SummaryModel& m) {
           {"with_stack", {{"count", attributed.count}, {"total_ns", attributed.total_ns}}},
           {"without_stack", {{"count", unattributed.count}, {"total_ns", unattributed.total_ns}}},
           {"symbol_problems", m.symbol_problems()}};
+}
+
+// Kernels by Python call site, all of them.
+Json py_call_sites_json(const SummaryModel& m) {
+  Json sites = Json::array();
+  for (const PyCallSite& s : m.py_call_sites())
+    sites.push_back({{"site", s.label},
+                     {"file", s.file},
+                     {"line", s.line},
+                     {"function", s.function},
+                     {"kernels", s.count},
+                     {"timed", s.timed},
+                     {"gpu_ns", s.gpu_ns}});
+  return {{"skip", m.options().py_skip}, {"sites", sites}};
 }
 
 }  // namespace
@@ -463,6 +480,7 @@ Json SummaryModel::to_json() const {
   j["skipped_files"] = skipped_;
   j["notes"] = notes();
   j["sync_call_sites"] = sync_call_sites_json(*this);  // added after the keys above (theirs stay)
+  j["python_call_sites"] = py_call_sites_json(*this);
   j["pending_at_exit"] = {{"ops", pending_ops_}, {"syncs", open_syncs_}};
   return j;
 }

@@ -264,11 +264,14 @@ struct SummaryModel::FileTotals {
   OpStacks op_stacks;  // blocking operations' stacks only
   std::unordered_map<uint32_t, Site> sites;
   CpuTimeStat unattributed;
+  // Kernels' stacks only where they have Python frames (the Python call-site table).
   void link_stack(const trace::OpStackRec& o) {
     using T = trace::RecType;
     if (o.op_type == uint16_t(T::Sync) || o.op_type == uint16_t(T::Memcpy) || o.op_type == uint16_t(T::Memset))
       op_stacks.link(o);
+    else if (o.op_type == uint16_t(T::Kernel) && stacks.py_stack(o.stack)) op_stacks.link(o);
   }
+  std::unordered_map<uint32_t, PyCallSite> py_sites;  // kernels by stack id
   void blocked(uint32_t stack, uint16_t api, int64_t cpu_begin, int64_t cpu_end) {
     if (!stack) return unattributed.add(cpu_begin, cpu_end);
     Site& s = sites[stack];
@@ -361,6 +364,8 @@ struct SummaryModel::FileStream {
       case trace::RecType::Sync: on_sync(rec); break;
       case trace::RecType::Module: on_stack(rec); break;
       case trace::RecType::Stack: on_stack(rec); break;
+      case trace::RecType::PyCode: on_stack(rec); break;
+      case trace::RecType::PyStack: on_stack(rec); break;
       case trace::RecType::OpStack: on_op_stack(rec); break;
       case trace::RecType::Memory: on_memory(rec); break;
       case trace::RecType::Api: on_api(rec); break;
@@ -388,6 +393,7 @@ struct SummaryModel::FileStream {
   [[gnu::always_inline]] void on_kernel(const Record& rec) {
     const auto& k = rec.as<trace::KernelRec>();
     const trace::OpCommon& op = k.op;
+    uint32_t stack = trace::is_call(op.flags) ? t.op_stacks.take(op.corr) : 0;
     if (!span.in(op.cpu_begin)) return;
     const bool launch = trace::is_call(op.flags);  // not a graph replay's kernel (its launch counts)
     if (launch) host_call(op.api, op.result, op.cpu_begin, op.cpu_end);
@@ -415,6 +421,7 @@ struct SummaryModel::FileStream {
     FileTotals::KSlot& s = t.kslot(k.name_id);
     int64_t gs = op.gpu_start, ge = op.gpu_end;
     s.time.add(gs, ge);
+    if (stack) t.py_sites[stack].add(gpu_timed(gs, ge), sat_sub(ge, gs));
     if (t.sampled) s.add_config(k, gs, ge);
     if (!gpu_timed(gs, ge)) {
       t.not_sampled += (op.flags & trace::kOpNotSampled) != 0;
@@ -477,7 +484,7 @@ struct SummaryModel::FileStream {
     m.syncs_[s.kind < kSyncKinds ? s.kind : 0].add(s.cpu_begin, s.cpu_end);
     if (blocking_sync(s.kind)) t.blocked(stack, s.api, s.cpu_begin, s.cpu_end);
   }
-  void on_stack(const Record& rec) { t.stacks.absorb(rec, r); }  // Module and Stack records
+  void on_stack(const Record& rec) { t.stacks.absorb(rec, r); }  // Module, Stack, PyCode, PyStack
   void on_op_stack(const Record& rec) { t.link_stack(rec.as<trace::OpStackRec>()); }
   void on_memory(const Record& rec) {
     const auto& a = rec.as<trace::MemoryRec>();
@@ -635,6 +642,20 @@ void SummaryModel::merge_file(const TraceReader& r, FileTotals& t, FileSummary& 
     for (const auto& [api, n] : site->apis) g.apis[std::string(r.api_name(api))] += n;
   }
   sync_unattributed_.merge(t.unattributed);
+
+  // Python call sites: the innermost Python frame outside --python-skip, across files.
+  std::vector<std::pair<uint32_t, const PyCallSite*>> py;
+  for (const auto& [id, site] : t.py_sites) py.emplace_back(id, &site);
+  std::sort(py.begin(), py.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, site] : py) {
+    std::vector<SymFrame> frames = symbolizer_.stack(t.stacks, id);
+    const SymFrame* at = py_call_site(frames, opt_.py_skip);
+    if (!at) continue;
+    std::string key = at->module + ":" + std::to_string(at->line) + ":" + at->function;
+    PyCallSite& g = py_sites_[key];
+    if (g.label.empty()) g.label = frame_text(*at), g.file = at->module, g.line = at->line, g.function = at->function;
+    g.merge(*site);
+  }
 
   for (size_t i = 0; i + 1 < t.step_ends.size(); ++i) {
     bool gpu = t.step_hi[i] != 0;

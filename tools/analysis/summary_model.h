@@ -78,10 +78,29 @@ struct SyncSite {
   std::map<std::string, uint64_t> apis;  // CUDA call -> count
 };
 
-// The call site's name: the text ("function (module+0xoffset)") of the innermost frame with a
-// known function outside the CUDA runtime and driver libraries (libcudart*, libcuda.so*); else
-// the innermost frame's text.
-std::string sync_site_label(const SyncSite& s);
+// The call site's name: the innermost Python frame outside `py_skip` (py_frame_in_packages),
+// else the text ("function (module+0xoffset)") of the innermost frame with a known function
+// outside the CUDA runtime and driver libraries (libcudart*, libcuda.so*); else the innermost
+// frame's text.
+std::string sync_site_label(const SyncSite& s, const std::string& py_skip = kDefaultPySkip);
+
+// Kernels launched from one Python call site (CUTRACE_PYTHON_STACKS=launch or
+// CUTRACE_BACKTRACE=all): the innermost Python frame of their stacks outside the skipped packages.
+struct PyCallSite {
+  std::string label;  // "train.py:87 in step"
+  std::string file, function;
+  uint32_t line = 0;
+  uint64_t count = 0;  // kernels
+  uint64_t timed = 0;  // of which with a GPU time
+  int64_t gpu_ns = 0;  // their GPU time
+  void add(bool is_timed, int64_t ns) {
+    ++count;
+    if (is_timed) ++timed, gpu_ns += ns;
+  }
+  void merge(const PyCallSite& o) { count += o.count, timed += o.timed, gpu_ns += o.gpu_ns; }
+};
+// The innermost Python frame of `frames` outside `py_skip`, nullptr if none.
+const SymFrame* py_call_site(const std::vector<SymFrame>& frames, const std::string& py_skip);
 
 struct ApiStat {
   std::string name;
@@ -185,6 +204,7 @@ struct SummaryOptions {
   std::string step_pattern = "step_[0-9]*|ProfilerStep#[0-9]*";  // globs, '|' between them
   uint8_t step_sync = 0;  // trace::SyncKind: steps between such synchronisations; 0 = ranges
   int64_t short_kernel_ns = 5000;
+  std::string py_skip = kDefaultPySkip;  // --python-skip: packages that are not call sites
   size_t timeline_capacity = DeviceTimeline::kDefaultCapacity;
 };
 
@@ -214,6 +234,8 @@ class SummaryModel {
   // calls that have no recorded stack (CUTRACE_BACKTRACE=none, or a trace without stacks).
   std::vector<SyncSite> sync_sites() const;
   const CpuTimeStat& sync_unattributed() const { return sync_unattributed_; }
+  // Kernels by Python call site, sorted by GPU time desc, count desc, label.
+  std::vector<PyCallSite> py_call_sites() const;
   // Modules whose symbols could not be read ("path: why").
   const std::vector<std::string>& symbol_problems() const { return symbolizer_.problems(); }
   std::vector<ApiStat> apis() const;  // sorted by total CPU time desc, count desc, name
@@ -287,6 +309,7 @@ class SummaryModel {
   std::array<SyncStat, kSyncKinds> syncs_{};
   std::unordered_map<std::string, SyncSite> sync_sites_;  // by the frames' text
   CpuTimeStat sync_unattributed_;
+  std::unordered_map<std::string, PyCallSite> py_sites_;  // by file:line:function
   Symbolizer symbolizer_;
   StepStats steps_;
   Dist launch_, launch_idle_;

@@ -56,8 +56,27 @@ std::vector<SyncSite> SummaryModel::sync_sites() const {
   return out;
 }
 
-std::string sync_site_label(const SyncSite& s) {
+const SymFrame* py_call_site(const std::vector<SymFrame>& frames, const std::string& py_skip) {
+  for (const SymFrame& f : frames)
+    if (f.python && !py_frame_in_packages(f.module, py_skip)) return &f;
+  return nullptr;
+}
+
+std::vector<PyCallSite> SummaryModel::py_call_sites() const {
+  std::vector<PyCallSite> out;
+  for (const auto& [key, site] : py_sites_) out.push_back(site);
+  std::sort(out.begin(), out.end(), [](const PyCallSite& a, const PyCallSite& b) {
+    if (a.gpu_ns != b.gpu_ns) return a.gpu_ns > b.gpu_ns;
+    if (a.count != b.count) return a.count > b.count;
+    return a.label < b.label;
+  });
+  return out;
+}
+
+std::string sync_site_label(const SyncSite& s, const std::string& py_skip) {
+  if (const SymFrame* p = py_call_site(s.frames, py_skip)) return frame_text(*p);
   for (const SymFrame& f : s.frames) {
+    if (f.python) continue;
     std::string_view m(f.module);
     m = m.substr(m.rfind('/') == std::string_view::npos ? 0 : m.rfind('/') + 1);
     bool cuda = m.rfind("libcuda.so", 0) == 0 || m.rfind("libcudart", 0) == 0;

@@ -154,7 +154,7 @@ class RecordPrinter {
   std::string metadata(const Record& rec) const;
   std::string operation(const Record& rec) const;
   std::string sample(const Record& rec) const;
-  std::string stack(const Record& rec) const;  // Module, Stack, OpStack (symbolised frames)
+  std::string stack(const Record& rec) const;  // Module, Stack, OpStack, PyCode, PyStack (symbolised)
 
   const TraceReader& r_;
   mutable cutrace::StackTable stacks_;
@@ -172,6 +172,19 @@ std::string RecordPrinter::stack(const Record& rec) const {
     case tf::RecType::Stack: {
       const auto& st = rec.as<tf::StackRec>();
       std::string out = format_copies("stack={} depth={}", st.stack, st.depth);
+      size_t i = 0;
+      for (const cutrace::SymFrame& f : symbolizer_.stack(stacks_, st.stack))
+        out += format_copies(" [{}] {}", i++, cutrace::frame_text(f));
+      return out;
+    }
+    case tf::RecType::PyCode: {
+      const auto& c = rec.as<tf::PyCodeRec>();
+      return format_copies("code={} file={} name={} qualname={} first_line={}", c.code, s(c.file_id), s(c.name_id),
+                           s(c.qualname_id), c.first_line);
+    }
+    case tf::RecType::PyStack: {
+      const auto& st = rec.as<tf::PyStackRec>();
+      std::string out = format_copies("stack={} py_depth={} depth={}", st.stack, st.py_depth, st.depth);
       size_t i = 0;
       for (const cutrace::SymFrame& f : symbolizer_.stack(stacks_, st.stack))
         out += format_copies(" [{}] {}", i++, cutrace::frame_text(f));
@@ -395,7 +408,9 @@ std::string RecordPrinter::sample(const Record& rec) const {
 
 std::string RecordPrinter::fields(const Record& rec) const {
   uint16_t t = rec.type_raw();
-  if (t >= uint16_t(tf::RecType::Module) && t <= uint16_t(tf::RecType::OpStack)) return stack(rec);
+  if ((t >= uint16_t(tf::RecType::Module) && t <= uint16_t(tf::RecType::OpStack)) ||
+      t == uint16_t(tf::RecType::PyCode) || t == uint16_t(tf::RecType::PyStack))
+    return stack(rec);
   if (t >= uint16_t(tf::RecType::CounterDef) && t <= uint16_t(tf::RecType::CounterMissing)) return sample(rec);
   std::string out = t < uint16_t(tf::RecType::Kernel)      ? metadata(rec)
                     : t < uint16_t(tf::RecType::CpuSample) ? operation(rec)

@@ -31,6 +31,7 @@ struct RecordOptions {
   std::string gpu_timing = "auto";
   std::string gpu_sample;
   std::string backtrace = "sync";
+  std::string python_stacks = "sync";
   int sample_hz = 10;
   std::string cpu_counters;  // "" = the shim's defaults
   bool verbose = false;
@@ -188,6 +189,10 @@ int run_record(const RecordOptions& o) {
             "10 <= PERIOD_MS <= 3600000, e.g. 0.2 or 0.2/500\n");
     return 2;
   }
+  if (o.python_stacks != "none" && o.python_stacks != "sync" && o.python_stacks != "launch") {
+    fprintf(stderr, "cutrace record: --python-stacks must be none, sync or launch\n");
+    return 2;
+  }
   if (o.backtrace != "none" && o.backtrace != "sync" && o.backtrace != "all") {
     fprintf(stderr, "cutrace record: --backtrace must be none, sync or all\n");
     return 2;
@@ -215,6 +220,7 @@ int run_record(const RecordOptions& o) {
   setenv("CUTRACE_SAMPLE_HZ", std::to_string(o.sample_hz).c_str(), 1);
   setenv("CUTRACE_BACKTRACE", o.backtrace.c_str(), 1);
   if (!o.cpu_counters.empty()) setenv("CUTRACE_CPU_COUNTERS", o.cpu_counters.c_str(), 1);
+  setenv("CUTRACE_PYTHON_STACKS", o.python_stacks.c_str(), 1);
   if (o.verbose) setenv("CUTRACE_VERBOSE", "1", 1);
   if (o.buffer_mb > 0) setenv("CUTRACE_BUFFER_MB", std::to_string(int64_t(o.buffer_mb)).c_str(), 1);
   if (o.hang_timeout_given) {
@@ -313,6 +319,10 @@ void add_record_command(CLI::App& app) {
   sub->add_option("--backtrace", opts->backtrace,
                   "Native call stacks: sync: of synchronisations and blocking copies (default); all: also of "
                   "every launch and async copy; none");
+  sub->add_option("--python-stacks", opts->python_stacks,
+                  "Python call stacks (CPython 3.10-3.13, read without the GIL): sync: with the native stacks of "
+                  "synchronisations and blocking copies (default), and of every launch under --backtrace all; "
+                  "launch: also of every launch, copy and memset; none");
   sub->add_option("--sample-hz", opts->sample_hz, "CPU/GPU utilisation sampling rate (0 = off)")
       ->check(CLI::Range(0, 1000));
   sub->add_option("--cpu-counters", opts->cpu_counters,

@@ -42,6 +42,7 @@ struct Options {
   int64_t window = -1;
   std::string from, to;  // ns of the file's clock, or a duration from its start ("5s", "120ms")
   std::string step_pattern = cutrace::SummaryOptions{}.step_pattern;
+  std::string py_skip = cutrace::kDefaultPySkip;
   std::string step_sync;
 };
 
@@ -485,7 +486,7 @@ void print_sync_sites(const SummaryModel& m) {
     std::string apis;
     for (const auto& [name, n] : s.apis) apis += fmt::format("{}{} x{}", apis.empty() ? "" : ", ", name, n);
     std::printf("  #%zu %s: %s calls, total %s, mean %s, max %s (%s)\n", i + 1,
-                printable(cutrace::sync_site_label(s)).c_str(), human_count(s.time.count).c_str(),
+                printable(cutrace::sync_site_label(s, m.options().py_skip)).c_str(), human_count(s.time.count).c_str(),
                 human_ns(s.time.total_ns).c_str(), human_ns(s.time.mean_ns()).c_str(), human_ns(s.time.max_ns).c_str(),
                 printable(apis).c_str());
     for (size_t k = 0; k < s.frames.size() && k < kFrames; ++k)
@@ -496,6 +497,26 @@ void print_sync_sites(const SummaryModel& m) {
     std::printf("  blocking calls without a call stack: %s, total %s\n", human_count(none.count).c_str(),
                 human_ns(none.total_ns).c_str());
   for (const std::string& p : m.symbol_problems()) std::printf("  note: symbols of %s\n", printable(p).c_str());
+}
+
+// Kernels by the Python line that launched them (stacks of launches: --python-stacks launch).
+void print_py_call_sites(const SummaryModel& m) {
+  constexpr size_t kRows = 15;
+  std::vector<cutrace::PyCallSite> sites = m.py_call_sites();
+  if (sites.empty()) return;  // no launch had Python frames
+  section(fmt::format("GPU time by Python call site (innermost frame outside {}; top {} of {})", m.options().py_skip,
+                      std::min(sites.size(), kRows), sites.size()));
+  Table t({{"Call site", Align::Left},
+           {"Kernels", Align::Right},
+           {"Timed", Align::Right},
+           {"GPU time", Align::Right},
+           {"Mean", Align::Right}});
+  for (size_t i = 0; i < sites.size() && i < kRows; ++i) {
+    const cutrace::PyCallSite& s = sites[i];
+    t.row({ellipsize(printable(s.label)), human_count(s.count), human_count(s.timed), human_ns(s.gpu_ns),
+           human_ns(s.timed ? s.gpu_ns / int64_t(s.timed) : 0)});
+  }
+  t.print(stdout);
 }
 
 std::vector<std::string> range_row(const std::string& name, const cutrace::RangeStat& r, bool exact_stats) {
@@ -714,6 +735,7 @@ void print_text(const SummaryModel& m, size_t top, const cutrace::StragglerRepor
   print_apis(m, top);
   print_syncs(m);
   print_sync_sites(m);
+  print_py_call_sites(m);
   print_ranges(m, top);
   print_steps(m);
   print_windows(m, top);
@@ -767,6 +789,7 @@ int run(const Options& o) {
     return 2;
   }
   so.step_pattern = o.step_pattern;
+  so.py_skip = o.py_skip;
   if (!o.step_sync.empty()) {
     static const std::pair<const char*, cutrace::trace::SyncKind> kinds[] = {
         {"context", cutrace::trace::SyncKind::Context},
@@ -832,6 +855,9 @@ void add_summary_command(CLI::App& app) {
                   "steps are the intervals between consecutive synchronisations of this kind")
       ->check(CLI::IsMember({"context", "stream", "event"}))
       ->excludes(pattern);
+  sub->add_option("--python-skip", o->py_skip,
+                  "packages whose Python frames are not call sites, comma-separated path components; "
+                  "'stdlib' is the standard library (default torch,triton,jax,stdlib)");
   sub->callback([o] {
     if (int rc = run(*o)) throw CLI::RuntimeError(rc);
   });

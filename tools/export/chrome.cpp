@@ -586,7 +586,9 @@ class ChromeFile {
   void record(const Record& rec) {
     switch (rec.type()) {
       case trace::RecType::Module:
-      case trace::RecType::Stack: stacks_.absorb(rec, r_); break;
+      case trace::RecType::Stack:
+      case trace::RecType::PyCode:
+      case trace::RecType::PyStack: stacks_.absorb(rec, r_); break;
       case trace::RecType::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
       case trace::RecType::CounterDef:
       case trace::RecType::CounterSample:

@@ -448,3 +448,25 @@ test('memory chart: the allocations span the trace, from its start to its last e
   // The job's ranks run about 30 steps: each series reaches past its first allocation by far.
   for (let i = 0; i < got.last.length; i++) assert.ok(got.last[i] > got.first[i] + 1e6, JSON.stringify(got));
 });
+
+test('a Python program recorded with --python-stacks launch: the Python call-site table equals the summary', async () => {
+  const job = path.join(dir, 'pystacks');
+  const env = {...process.env, CUTRACE_SAMPLE_HZ: '0', PYTHONDONTWRITEBYTECODE: '1',
+               LD_LIBRARY_PATH: path.join(build, 'test/fake_cuda') + ':' + (process.env.LD_LIBRARY_PATH || '')};
+  const app = path.join(path.dirname(new URL(import.meta.url).pathname), '../../test/python/stack_app.py');
+  execFileSync(cutrace, ['record', '-o', job, '--python-stacks', 'launch', '--',
+                         process.env.PYTHON || 'python3', app, path.join(dir, 'pystacks.json')], {env, stdio: 'ignore'});
+  execFileSync(cutrace, ['report', job, '-o', path.join(dir, 'pystacks.html'), '-q']);
+  const s = JSON.parse(execFileSync(cutrace, ['summary', job, '--json']).toString());
+  assert.ok(s.python_call_sites.sites.length > 0, `python_call_sites: ${JSON.stringify(s.python_call_sites)}`);
+  const r = await openReport(browser, path.join(dir, 'pystacks.html'));
+  const rows = await r.page.$$eval('[data-table="pysites"] tbody tr', (trs) => trs.map((tr) => ({
+    site: tr.querySelector('[data-col="site"]').textContent,
+    kernels: tr.querySelector('[data-col="kernels"]').textContent})));
+  assert.deepEqual(rows.map((x) => [x.site, parseCount(x.kernels)]),
+                   s.python_call_sites.sites.map((x) => [x.site, x.kernels]));
+  assert.deepEqual(r.errors, []);
+  await r.page.close();
+  // A trace without Python stacks has no such table.
+  assert.equal(await page.locator('[data-table="pysites"]').count(), 0);
+});
