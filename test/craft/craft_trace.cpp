@@ -13,7 +13,8 @@
 //                                      at 2^64-1: no tool may crash, overflow or allocate by them
 //   craft_trace OUT blocks             one block per part, for damaging one: 0 the metadata, 1 only
 //                                      the String "k_lost", 2..6 each 4 kernels (2 "k_lost" on
-//                                      stream 1, 2 "k_kept" on stream 2) and a range "step_N"
+//                                      stream 1, 2 "k_kept" on stream 2) and a range "step_N",
+//                                      7 the End record
 #include <unistd.h>
 
 #include <cstdio>

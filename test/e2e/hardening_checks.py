@@ -406,7 +406,7 @@ def duplicated_block_read_once_and_said(s, c):
     d = s.tmpdir("dup-block")
     path = craft(s, c, os.path.join(d, "dup.cutrace"), "blocks")
     blocks = block_offsets(path)
-    c.require(len(blocks) == 7, f"craft_trace blocks wrote {len(blocks)} blocks, expected 7")
+    c.require(len(blocks) == 8, f"craft_trace blocks wrote {len(blocks)} blocks, expected 8")
     with open(path, "rb") as f:
         data = f.read()
     off, size = blocks[3]
@@ -450,7 +450,7 @@ def lost_string_block_sqlite_exports_the_rest(s, c):
     with a warning; summary and the other exports read the rest too."""
     d = s.tmpdir("lost-string")
     path = craft(s, c, os.path.join(d, "lost.cutrace"), "blocks")
-    c.require(len(block_offsets(path)) == 7, "craft_trace blocks: expected 7 blocks")
+    c.require(len(block_offsets(path)) == 8, "craft_trace blocks: expected 8 blocks")
     block_payload_flip(path, 1)
     j = s.summary(c, path)
     c.equal("bad blocks", j["ranks"][0]["bad_blocks"], 1)
