@@ -150,7 +150,9 @@ bool TraceReader::open(const std::string& path, std::string* err) {
     job::Index idx;
     if (!job::read_index(file, &idx, err)) return false;
     for (const job::Member& m : idx.members) {
-      if (m.name == member) return src_.open_file_range(file, m.data_offset, m.data_size, err) && open_source(err);
+      if (m.name != member) continue;
+      src_file_ = file, src_base_ = m.data_offset, src_size_ = m.data_size, src_ranged_ = true;
+      return src_.open_file_range(file, m.data_offset, m.data_size, err) && open_source(err);
     }
     if (err) *err = path + ": no member " + member + " in the merged job file " + file;
     return false;
@@ -159,7 +161,15 @@ bool TraceReader::open(const std::string& path, std::string* err) {
     if (err) *err = path + ": a merged job file (cutrace merge -o): its traces are " + path + "/<member>";
     return false;
   }
+  src_file_ = path;
   return src_.open_file(path, err) && open_source(err);
+}
+
+bool TraceReader::reopen() {
+  if (src_.is_open()) return true;
+  if (src_file_.empty()) return false;  // bytes in memory are gone after close()
+  std::string err;
+  return src_ranged_ ? src_.open_file_range(src_file_, src_base_, src_size_, &err) : src_.open_file(src_file_, &err);
 }
 
 bool TraceReader::open_memory(std::string_view bytes, const std::string& name, std::string* err) {
@@ -175,6 +185,10 @@ void TraceReader::reset(const std::string& path) {
   version_major_ = version_minor_ = 0;
   status_ = ReadStatus{};
   next_seq_ = 0;
+  seen_.clear();
+  src_file_.clear();
+  src_base_ = src_size_ = 0;
+  src_ranged_ = false;
   strings_.clear();
   api_names_.clear();
   metas_.clear();
@@ -221,6 +235,10 @@ bool TraceReader::open_source(std::string* err) {
   version_major_ = h.version_major;
   version_minor_ = h.version_minor;
   data_start_ = h.header_size;
+  if (version_major_ == 1 && packed_under_1x()) {
+    return fail("the header says format version " + version +
+                ", but its blocks hold 2.x packed records: the version field is damaged (byte 8 should be 2)");
+  }
 
   read([](const Record& r) { return is_metadata(r.type()); });
   if (!src_.error().empty()) return fail(src_.error());
@@ -230,23 +248,60 @@ bool TraceReader::open_source(std::string* err) {
 
 // ---- TraceReader: blocks ---------------------------------------------------------------------
 
+bool TraceReader::packed_under_1x() {
+  src_.seek(data_start_);
+  if (!read_block()) return false;
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (trace::xxh32(block_.raw.data(), block_.size) != block_.checksum) return false;
+#endif
+  const char* p = block_.raw.data();
+  const char* end = p + block_.size;
+  while (p < end) {  // a 1.x payload is whole records
+    trace::RecHeader h;
+    if (end - p < static_cast<ptrdiff_t>(sizeof h)) break;
+    std::memcpy(&h, p, sizeof h);
+    if (h.size < sizeof h || h.size > end - p) break;
+    p += h.size;
+  }
+  if (p == end) return false;
+  codec::BlockDecoder d;
+  std::vector<char> out;
+  size_t n = 0;
+  return d.decode(block_.raw.data(), block_.size, &out, &n);
+}
+
+bool TraceReader::accept_block() {
+  // Fuzz builds (make fuzz) skip the checksum: a mutated record must reach the parsers behind
+  // it instead of failing here (the checksum path itself is covered by the unit tests).
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (trace::xxh32(block_.raw.data(), block_.size) != block_.checksum) {
+    ++status_.bad_blocks;  // the frame was intact: the next block follows it
+    return false;
+  }
+#endif
+  if (version_major_ >= 2) {
+    uint64_t unresolved = decoder_.unresolved();
+    if (!decoder_.decode(block_.raw.data(), block_.size, &block_.records, &block_.records_size, &status_.columns)) {
+      ++status_.bad_blocks;  // intact but not a packed payload this reader understands
+      return false;
+    }
+    status_.unresolved_configs += decoder_.unresolved() - unresolved;
+  }
+  return true;
+}
+
 bool TraceReader::next_block() {
   while (read_block()) {
-    // Fuzz builds (make fuzz) skip the checksum: a mutated record must reach the parsers behind
-    // it instead of failing here (the checksum path itself is covered by the unit tests).
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    if (trace::xxh32(block_.raw.data(), block_.size) != block_.checksum) {
-      ++status_.bad_blocks;  // the frame was intact: the next block follows it
+    // A block written once never has the seq of an earlier one: the same seq and checksum is a
+    // copy (a file concatenated or a region written twice), read once.
+    auto [it, fresh] = seen_.emplace(block_.seq, block_.checksum);
+    if (!fresh && it->second == block_.checksum) {
+      ++status_.duplicate_blocks;
       continue;
     }
-#endif
-    if (version_major_ >= 2) {
-      uint64_t unresolved = decoder_.unresolved();
-      if (!decoder_.decode(block_.raw.data(), block_.size, &block_.records, &block_.records_size, &status_.columns)) {
-        ++status_.bad_blocks;  // intact but not a packed payload this reader understands
-        continue;
-      }
-      status_.unresolved_configs += decoder_.unresolved() - unresolved;
+    if (!accept_block()) {
+      if (fresh) seen_.erase(it);
+      continue;
     }
     ++status_.blocks;
     status_.payload_bytes += block_.size;
@@ -294,6 +349,7 @@ bool TraceReader::read_block() {
       resync();
       continue;
     }
+    b.offset = src_.pos();
     src_.consume(total);
     b.size = h.raw_size;
     b.checksum = h.checksum;
@@ -604,6 +660,14 @@ std::vector<std::string> list_trace_files(const std::string& dir_or_file) {
     else out.push_back(f);
   }
   return out;
+}
+
+std::string open_error_reason(const std::string& file, const std::string& err) {
+  if (err.size() > file.size() + 2 && err.compare(0, file.size(), file) == 0 && err.compare(file.size(), 2, ": ") == 0)
+    return err.substr(file.size() + 2);
+  const std::string cannot = "cannot open " + file + ": ";
+  if (err.compare(0, cannot.size(), cannot) == 0) return "cannot open: " + err.substr(cannot.size());
+  return err;
 }
 
 TraceSet::TraceSet(const std::string& dir_or_file) : where_(dir_or_file), files_(list_trace_files(dir_or_file)) {}

@@ -59,6 +59,7 @@ struct ReadStatus {
   uint64_t bad_blocks = 0;                // damaged blocks skipped (resynchronised on the next block magic)
   uint64_t seq_gaps = 0;                  // places where the block sequence jumps
   uint64_t missing_blocks = 0;            // sequence numbers absent from the file
+  uint64_t duplicate_blocks = 0;          // copies of a block already read (same seq and checksum): skipped
   uint64_t records = 0;                   // records handed to the visitor
   uint64_t bad_records = 0;               // malformed records skipped (too short, past the block end)
   uint64_t trailing_bytes = 0;            // bytes of an incomplete last block (file cut while writing)
@@ -87,6 +88,7 @@ class ByteSource {
   void close();
 
   uint64_t size() const { return size_; }
+  bool is_open() const { return fd_ >= 0 || mem_; }
   uint64_t pos() const { return pos_; }
   const char* data() const { return cur_; }
   size_t ensure(size_t n);  // makes up to n bytes available at data(); returns how many
@@ -121,6 +123,14 @@ class TraceReader {
   // reached, false when the visitor returned false or a read error occurred (see error()).
   template <class V>
   bool read(V&& visit);
+  // Streams the records of the blocks that start at `offsets` (file offsets of block headers, as
+  // block_offset() gave them in an earlier read), in the given order, with the metadata (strings,
+  // kernel configurations) of what was read before. Reopens the file after close(). False on a
+  // read error or when the file is gone; a block no longer at its offset is skipped.
+  template <class V>
+  bool read_blocks(const std::vector<uint64_t>& offsets, V&& visit);
+  // During read(): the file offset of the block whose records the visitor is being given.
+  uint64_t block_offset() const { return block_.offset; }
 
   const std::string& path() const { return path_; }
   uint16_t version_major() const { return version_major_; }
@@ -148,15 +158,19 @@ class TraceReader {
     uint32_t checksum = 0;
     uint64_t seq = 0;
     uint32_t disk_size = 0;     // header + compressed bytes
+    uint64_t offset = 0;        // file offset of its header
     std::vector<char> records;  // 2.x: the payload unpacked into plain records
     size_t records_size = 0;
   };
 
   void reset(const std::string& path);  // forgets the previous file entirely
   bool open_source(std::string* err);
-  bool next_block();  // decodes and verifies the next good block into block_; false at the end
-  bool read_block();  // decodes the next block frame into block_; false at the end of data
-  bool resync();      // skips a damaged block: scans for the next block magic; false at end of data
+  bool next_block();       // decodes and verifies the next good block into block_; false at the end
+  bool accept_block();     // checksum and (2.x) unpacking of the block just framed; false: damaged
+  bool reopen();           // the source of open() again, after close()
+  bool packed_under_1x();  // a 1.x header whose first block is a 2.x packed payload (version damaged)
+  bool read_block();       // decodes the next block frame into block_; false at the end of data
+  bool resync();           // skips a damaged block: scans for the next block magic; false at end of data
   void count_seq(uint64_t seq);
   void absorb(const char* rec, uint16_t type);  // metadata, drops and End bookkeeping
   void set_meta(std::string_view key, std::string_view value);
@@ -170,6 +184,10 @@ class TraceReader {
   uint16_t version_minor_ = 0;
   ReadStatus status_;
   uint64_t next_seq_ = 0;
+  std::unordered_map<uint64_t, uint32_t> seen_;  // seq -> checksum of every block read: copies are skipped
+  std::string src_file_;                         // what open() opened: file, member range
+  uint64_t src_base_ = 0, src_size_ = 0;
+  bool src_ranged_ = false;
   Block block_;
   codec::BlockDecoder decoder_;
 
@@ -289,12 +307,18 @@ class TraceSet {
   template <class Fn>
   size_t for_each(Fn&& fn);
   const std::vector<std::string>& errors() const { return errors_; }
+  // The files of files() that did not open, each with the reason (errors() without the path).
+  const std::vector<std::pair<std::string, std::string>>& unreadable() const { return unreadable_; }
 
  private:
   std::string where_;
   std::vector<std::string> files_;
   std::vector<std::string> errors_;
+  std::vector<std::pair<std::string, std::string>> unreadable_;
 };
+
+// The reason of an open() error about `file`: the message without its leading "file: ".
+std::string open_error_reason(const std::string& file, const std::string& err);
 
 // ---- template implementations ----------------------------------------------------------------
 
@@ -345,7 +369,19 @@ bool TraceReader::read(V&& visit) {
   src_.seek(data_start_);
   status_ = ReadStatus{};
   next_seq_ = 0;
+  seen_.clear();
   while (next_block()) {
+    if (!walk(visit)) return false;
+  }
+  return src_.error().empty();
+}
+
+template <class V>
+bool TraceReader::read_blocks(const std::vector<uint64_t>& offsets, V&& visit) {
+  if (!reopen()) return false;
+  for (uint64_t off : offsets) {
+    src_.seek(off);
+    if (!read_block() || block_.offset != off || !accept_block()) continue;
     if (!walk(visit)) return false;
   }
   return src_.error().empty();
@@ -354,6 +390,7 @@ bool TraceReader::read(V&& visit) {
 template <class Fn>
 size_t TraceSet::for_each(Fn&& fn) {
   errors_.clear();
+  unreadable_.clear();
   if (files_.empty()) errors_.push_back(where_ + ": no *.cutrace files");
   size_t visited = 0;
   for (const std::string& f : files_) {
@@ -361,6 +398,7 @@ size_t TraceSet::for_each(Fn&& fn) {
     std::string err;
     if (!r.open(f, &err)) {
       errors_.push_back(err);
+      unreadable_.emplace_back(f, open_error_reason(f, err));
       continue;
     }
     fn(r);

@@ -11,6 +11,10 @@
 //                                      escapes, newlines and C1 controls
 //   craft_trace OUT extreme            every id at its largest, times at both ends of int64, sizes
 //                                      at 2^64-1: no tool may crash, overflow or allocate by them
+//   craft_trace OUT blocks             one block per part, for damaging one: 0 the metadata, 1 only
+//                                      the String "k_lost", 2..6 each 4 kernels (2 "k_lost" on
+//                                      stream 1, 2 "k_kept" on stream 2) and a range "step_N",
+//                                      7 the End record
 #include <unistd.h>
 
 #include <cstdio>
@@ -321,7 +325,7 @@ struct Gen {
 };
 
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s OUT plain|stream ID|module PATH|names|extreme\n", argv0);
+  std::fprintf(stderr, "usage: %s OUT plain|stream ID|module PATH|names|extreme|blocks\n", argv0);
   return 2;
 }
 
@@ -342,6 +346,22 @@ int main(int argc, char** argv) {
   }
   if (mode == "extreme") {
     g.extreme();
+  } else if (mode == "blocks") {
+    g.header();
+    bool ok = g.w.flush();
+    uint32_t lost = g.w.intern("k_lost");
+    ok = ok && g.w.flush();
+    uint32_t kept = g.w.intern("k_kept");
+    for (int b = 0; ok && b < 5; ++b) {
+      int64_t begin = g.t;
+      for (int i = 0; i < 4; ++i) g.kernel(i % 2 ? kept : lost, 1 + uint32_t(i % 2), 20000);
+      g.range(g.w.intern("step_" + std::to_string(b)), 0, begin, g.t);
+      ok = g.w.flush();
+    }
+    if (!ok) {
+      std::fprintf(stderr, "%s: %s\n", out.c_str(), g.w.error().c_str());
+      return 1;
+    }
   } else if (mode == "plain" || mode == "stream" || mode == "module" || mode == "names") {
     g.header();
     if (mode == "module") g.module_stack(arg);

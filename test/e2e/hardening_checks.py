@@ -323,3 +323,149 @@ def corrupt_or_foreign_file_is_a_clear_error(s, c):
                          f"{what_cmd} does not say the file is from a newer version: {tail(p.stderr)}")
         left = [o for o in (out + ".pftrace", out + ".sqlite") if os.path.exists(o)]
         c.expect(not left, f"export on {what} left {left} behind")
+
+
+def damage_job(s, c, name):
+    """DIR with a good trace (craft_trace plain) and the 0-byte file a full disk leaves."""
+    d = s.tmpdir(name)
+    craft(s, c, os.path.join(d, "node-0.rank0.pid4242.cutrace"), "plain")
+    empty = os.path.join(d, "node-0.rank1.pid4343.cutrace")
+    open(empty, "w").close()
+    return d, empty
+
+
+@test
+def unreadable_rank_skipped_and_named_by_every_tool(s, c):
+    """A job of two ranks, one of them the empty file a full disk leaves: every tool reads the
+    other rank and names the empty file with the reason, in text and JSON: `summary --json`
+    lists it under `unreadable`, `summary` says so, `export` (chrome, perfetto, sqlite) and
+    `merge` (text, --json, -o) write the readable rank and say which file was skipped and why
+    (exit status 1), `report` writes the page, which names the file. Fails (export and merge:
+    exit 2 and no output; summary --json: no entry) when one unreadable file refuses the job."""
+    d, empty = damage_job(s, c, "unreadable-rank")
+    work = s.tmpdir("unreadable-rank-out")
+    p = s.run([s.cutrace, "summary", "--json", d])
+    c.equal("summary --json exit status (a file did not open)", p.returncode, 1)
+    j = json.loads(p.stdout)
+    c.equal("summary --json unreadable", j.get("unreadable"), [{"file": empty, "reason": "empty file"}])
+    c.equal("summary --json kernels of the readable rank", sum(k["count"] for k in j["kernels"]), 10)
+    p = s.run([s.cutrace, "summary", d])
+    c.expect(re.search(r"Unreadable, not counted: .*rank1\.pid4343\.cutrace: empty file", p.stdout),
+             f"text summary does not name the unreadable file: {tail(p.stdout)}")
+    outs = {"chrome": os.path.join(work, "chrome"), "perfetto": os.path.join(work, "x.pftrace"),
+            "sqlite": os.path.join(work, "x.sqlite")}
+    for fmt, out in outs.items():
+        p = s.run([s.cutrace, "export", d, "-f", fmt, "-o", out])
+        c.equal(f"export -f {fmt} exit status (one file skipped)", p.returncode, 1)
+        c.expect(re.search(rf"skipped {re.escape(empty)}: empty file", p.stderr),
+                 f"export -f {fmt} does not name the skipped file and why: {tail(p.stderr)}")
+        c.expect(os.path.exists(out), f"export -f {fmt} wrote no {out}")
+    c.equal("chrome files written", sorted(os.listdir(outs["chrome"])), ["node-0.rank0.pid4242.json"])
+    if os.path.exists(outs["sqlite"]):
+        import sqlite3
+        db = sqlite3.connect(outs["sqlite"])
+        c.equal("sqlite kernels", db.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0], 10)
+        db.close()
+    p = s.run([s.cutrace, "merge", "--json", d])
+    c.equal("merge --json exit status (one file left out)", p.returncode, 1)
+    m = json.loads(p.stdout) if p.stdout.strip() else {}
+    c.equal("merge --json skipped", m.get("skipped"), [{"file": empty, "reason": "empty file"}])
+    c.equal("merge --json ranks", len(m.get("ranks", [])), 1)
+    merged = os.path.join(work, "job.cutrace")
+    p = s.run([s.cutrace, "merge", d, "-o", merged])
+    c.equal("merge -o exit status", p.returncode, 1)
+    c.expect("Left out (unreadable)" in p.stdout and empty in p.stdout and "empty file" in p.stderr,
+             f"merge does not name the file left out: {tail(p.stdout + p.stderr)}")
+    if c.expect(os.path.exists(merged), "merge -o wrote nothing"):
+        j = s.summary(c, merged)
+        c.equal("kernels of the merged file", sum(k["count"] for k in j["kernels"]), 10)
+    page = os.path.join(work, "r.html")
+    p = s.run([s.cutrace, "report", d, "-o", page])
+    c.equal("report exit status", p.returncode, 0)
+    with open(page, encoding="utf-8", errors="replace") as f:
+        html = f.read()
+    c.expect("node-0.rank1.pid4343.cutrace: empty file" in html,
+             "the report page does not name the unreadable rank's file and why")
+
+
+def block_payload_flip(path, index):
+    """Flips a byte inside block `index`'s compressed bytes (its checksum then fails)."""
+    off, size = block_offsets(path)[index]
+    with open(path, "r+b") as f:
+        f.seek(off + 24 + (size - 24) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x55]))
+
+
+@test
+def duplicated_block_read_once_and_said(s, c):
+    """A block copied a second time right after itself (same seq, same checksum): every record
+    counted once; summary (text and JSON `duplicate_blocks`), dump and export say so. Fails
+    (kernels counted twice, nothing said) when blocks are not checked against the seqs read."""
+    d = s.tmpdir("dup-block")
+    path = craft(s, c, os.path.join(d, "dup.cutrace"), "blocks")
+    blocks = block_offsets(path)
+    c.require(len(blocks) == 8, f"craft_trace blocks wrote {len(blocks)} blocks, expected 8")
+    with open(path, "rb") as f:
+        data = f.read()
+    off, size = blocks[3]
+    with open(path, "wb") as f:
+        f.write(data[:off + size] + data[off:off + size] + data[off + size:])
+    j = s.summary(c, path)
+    c.equal("kernels (each counted once)", sum(k["count"] for k in j["kernels"]), 20)
+    c.equal("ranks[0].duplicate_blocks", j["ranks"][0].get("duplicate_blocks"), 1)
+    c.equal("ranks[0].bad_blocks", j["ranks"][0]["bad_blocks"], 0)
+    p = s.run([s.cutrace, "summary", path])
+    c.expect("duplicate blocks skipped 1" in p.stdout, f"text summary does not say: {tail(p.stdout)}")
+    p = s.run([s.cutrace, "dump", path])
+    c.expect("duplicate_blocks=1" in p.stdout, f"dump does not say: {tail(p.stdout)}")
+    p = s.run([s.cutrace, "export", path, "-f", "perfetto", "-o", os.path.join(d, "x.pftrace")])
+    c.expect(p.returncode == 0 and "1 duplicated blocks" in p.stderr, f"export: {p.returncode} {tail(p.stderr)}")
+
+
+@test
+def major_version_flipped_to_1_is_a_clear_error(s, c):
+    """A 2.x trace whose header's major version byte reads 1: every tool says the version field
+    is damaged, naming the file (exit 1..127), instead of reading an empty trace. Fails (summary
+    exits 0 with no operations) when 1.x files are not checked for packed blocks."""
+    d = s.tmpdir("version-flip")
+    path = craft(s, c, os.path.join(d, "flip.cutrace"), "plain")
+    with open(path, "r+b") as f:
+        f.seek(8)
+        f.write(struct.pack("<H", 1))
+    for args in (["summary", "--json"], ["summary"], ["dump"], ["merge"],
+                 ["export", "-f", "sqlite", "-o", os.path.join(d, "x.sqlite")]):
+        p = s.run([s.cutrace, *args, path])
+        what = "cutrace " + " ".join(args[:3])
+        c.expect(0 < p.returncode < 128, f"{what} exited {p.returncode}")
+        c.expect(path in p.stderr and "version field is damaged" in p.stderr,
+                 f"{what} does not say the version is damaged: {tail(p.stderr)}")
+
+
+@test
+def lost_string_block_sqlite_exports_the_rest(s, c):
+    """The block holding only the String of a kernel name is damaged: the SQLite export still
+    writes every kernel (those of the lost name under "(unknown string)", the others by name)
+    with a warning; summary and the other exports read the rest too."""
+    d = s.tmpdir("lost-string")
+    path = craft(s, c, os.path.join(d, "lost.cutrace"), "blocks")
+    c.require(len(block_offsets(path)) == 8, "craft_trace blocks: expected 8 blocks")
+    block_payload_flip(path, 1)
+    j = s.summary(c, path)
+    c.equal("bad blocks", j["ranks"][0]["bad_blocks"], 1)
+    c.equal("kernels", sum(k["count"] for k in j["kernels"]), 20)
+    out = os.path.join(d, "x.sqlite")
+    p = s.run([s.cutrace, "export", path, "-f", "sqlite", "-o", out])
+    c.equal("sqlite export exit status", p.returncode, 0)
+    c.expect("1 damaged" in p.stderr, f"the export does not warn of the damaged block: {tail(p.stderr)}")
+    if c.expect(os.path.exists(out), "no database written"):
+        import sqlite3
+        db = sqlite3.connect(out)
+        rows = db.execute("SELECT s.value, COUNT(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+                          "ON s.id = k.demangledName GROUP BY s.value ORDER BY s.value").fetchall()
+        db.close()
+        c.equal("kernels by name in the database", rows, [("(unknown string)", 10), ("k_kept", 10)])
+    for fmt, o in (("chrome", os.path.join(d, "chrome")), ("perfetto", os.path.join(d, "x.pftrace"))):
+        p = s.run([s.cutrace, "export", path, "-f", fmt, "-o", o])
+        c.equal(f"export -f {fmt} exit status", p.returncode, 0)

@@ -567,3 +567,61 @@ def serve_unreadable_job_is_a_clear_error(s, c):
         status, headers, body = srv.request("GET", "/job/0123456789abcdef/")
         c.expect(status == 404 and headers.get("content-type", "").startswith("text/html") and b"no such job" in body,
                  f"unknown job page: HTTP {status} {headers.get('content-type')} {body[:200]!r}")
+
+
+def report_timeline(s, c, d, work):
+    """The timeline document `cutrace report` embeds: every event of the job, from a full read."""
+    page = os.path.join(work, "report.html")
+    p = s.run([s.cutrace, "report", d, "-o", page], timeout=300)
+    c.require(p.returncode == 0, f"cutrace report exited {p.returncode}: {p.stderr[-300:]}")
+    with open(page, encoding="utf-8") as f:
+        m = re.search(r'<script type="application/json" id="cutrace-timeline">(.*?)</script>', f.read(), re.S)
+    c.require(m, "no timeline document in the report page")
+    return json.loads(m.group(1))
+
+
+def piece_events(doc, t0, t1):
+    """{track id: sorted [(start, dur, name, kind, row)]} of the events overlapping [t0, t1)
+    (relative ns, as the documents give them)."""
+    out = {}
+    for t in doc["tracks"]:
+        names = doc["strings"]
+        ev = [(s_, d_, names[n], k, r) for s_, d_, n, k, r in zip(t["s"], t["d"], t["n"], t["k"], t["r"])
+              if s_ + d_ >= t0 and s_ < t1]
+        out[t["id"]] = sorted(ev)
+    return out
+
+
+@test
+def serve_timeline_piece_reads_only_its_blocks(s, c):
+    """A job of 300,000 launches: a timeline piece holding a twentieth of its events decodes at most
+    a fifth of the job's blocks (the per-job index built at load: each block's time span), and holds
+    exactly the events of that range that `cutrace report` (a full read) has, on the same track
+    ids; every thread and stream track is in the piece. Fails (blocks_read absent: every piece
+    reads the whole job) without the index."""
+    root = s.tmpdir("serve-index")
+    d = os.path.join(root, "big")
+    s.record(c, d, [s.prog("launch_loop"), "300000"], extra_env={"CUTRACE_SAMPLE_HZ": "0"})
+    full = report_timeline(s, c, d, s.tmpdir("serve-index-report"))
+    jid = job_id("big")
+    with Server(s, c, root) as srv:
+        dash = srv.get_json(f"/api/jobs/{jid}/dashboard")
+        origin, extent = dash["origin_ns"], dash["extent_ns"]
+        c.equal("report and serve origin", full["origin_ns"], origin)
+        starts = sorted(x for t in full["tracks"] for x in t["s"])
+        c.require(len(starts) > 100000, f"{len(starts)} events in the report's timeline")
+        n = len(starts)
+        for k, q in enumerate((0.1, 0.5, 0.85)):  # three ranges of a twentieth of the events each
+            t0, t1 = starts[int(n * q)], starts[int(n * q) + n // 20]
+            piece = srv.get_json(f"/api/jobs/{jid}/timeline?t0={origin + t0}&t1={origin + t1}&px=16384")
+            c.require("blocks_read" in piece, f"the piece does not say what it read: {list(piece)}")
+            read, total = piece["blocks_read"], piece["blocks_indexed"]
+            c.require(total >= 20, f"{total} blocks in the job, need >= 20")
+            c.expect(0 < read <= total // 5, f"piece {k}: {read} of {total} blocks decoded, expected 1..{total // 5}")
+            c.expect(not any(t.get("lod") for t in piece["tracks"]), f"piece {k} is aggregated: pick a narrower range")
+            want, got = piece_events(full, t0, t1), piece_events(piece, t0, t1)
+            c.equal(f"piece {k}: track ids", sorted(got), sorted(want))
+            for tid in want:
+                c.expect(want[tid] == got.get(tid), f"piece {k}, track {tid}: {len(got.get(tid, []))} events, "
+                         f"the full read has {len(want[tid])} in the range")
+            c.expect(sum(len(v) for v in want.values()) > 1000, f"piece {k}: too few events to compare")

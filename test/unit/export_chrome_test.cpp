@@ -355,13 +355,18 @@ TEST_CASE("chrome: one trace to FILE.json; clear errors") {
   CHECK(!d.contains("distributedInfo"));  // world size 1
   CHECK(events(d, "X", "kernel").size() == 1);
 
-  // A file that is not a trace: the others are exported, the call fails naming it.
+  // A file that is not a trace: skipped and named in g_stats.skipped, the others exported.
   std::string junk = dir.path + "/junk.cutrace";
   { std::ofstream(junk) << "not a trace"; }
   err.clear();
-  CHECK(!export_chrome({t, junk}, alignment_of({{t, 0}}), dir.path + "/two", &err));
-  CHECK(err.find("junk.cutrace") != std::string::npos);
+  CHECK(export_chrome({t, junk}, alignment_of({{t, 0}}), dir.path + "/two", &err));
+  REQUIRE(exporter::g_stats.skipped.size() == 1);
+  CHECK(exporter::g_stats.skipped[0].find("junk.cutrace") != std::string::npos);
   CHECK(read_file(dir.path + "/two/a.json").size() > 0);
+  // Only files that do not open: an error naming them, nothing written.
+  err.clear();
+  CHECK(!export_chrome({junk}, alignment_of({{t, 0}}), dir.path + "/three", &err));
+  CHECK(err.find("junk.cutrace") != std::string::npos);
 
   // An output directory that cannot be made.
   err.clear();

@@ -579,8 +579,15 @@ TEST_CASE("perfetto: clear errors") {
   err.clear();
   std::string junk = dir.path + "/junk.cutrace";
   { std::ofstream(junk) << "junk"; }
-  CHECK(!export_perfetto({t, junk}, alignment_of({{t, 0}}), dir.path + "/y.pftrace", &err));
+  CHECK(!export_perfetto({junk}, alignment_of({{t, 0}}), dir.path + "/y.pftrace", &err));
   CHECK(err.find("junk.cutrace") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path + "/y.pftrace"));
+  // With a readable trace beside it: that one is exported, the junk named in g_stats.skipped.
+  err.clear();
+  CHECK(export_perfetto({t, junk}, alignment_of({{t, 0}}), dir.path + "/z.pftrace", &err));
+  REQUIRE(exporter::g_stats.skipped.size() == 1);
+  CHECK(exporter::g_stats.skipped[0].find("junk.cutrace") != std::string::npos);
+  CHECK(read_file(dir.path + "/z.pftrace").size() > 0);
   // An existing directory as OUT: the trace goes inside it.
   err.clear();
   REQUIRE_MESSAGE(export_perfetto({t}, alignment_of({{t, 0}}), dir.path, &err), err);

@@ -507,7 +507,7 @@ TEST_CASE("sqlite export: two traces of the same host and pid stay apart") {
   CHECK(one(d.db, "SELECT count(DISTINCT globalPid) FROM cutrace_rank") == "2");
 }
 
-TEST_CASE("sqlite export: refuses to overwrite, reports unreadable input") {
+TEST_CASE("sqlite export: refuses to overwrite, skips and names unreadable input") {
   Fixture f;
   std::string err;
   { std::ofstream(f.db_path) << "precious"; }
@@ -519,9 +519,15 @@ TEST_CASE("sqlite export: refuses to overwrite, reports unreadable input") {
 
   err.clear();
   std::string none = f.dir.path + "/none.sqlite";
-  CHECK_FALSE(export_sqlite({f.files[0], f.dir.path + "/missing.cutrace"}, f.align, none, &err));
+  CHECK_FALSE(export_sqlite({f.dir.path + "/missing.cutrace"}, f.align, none, &err));
   CHECK(err.find("missing.cutrace") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(none));
+  // With a readable trace beside it: that one is exported, the missing one named as skipped.
+  err.clear();
+  CHECK(export_sqlite({f.files[0], f.dir.path + "/missing.cutrace"}, f.align, none, &err));
+  REQUIRE(exporter::g_stats.skipped.size() == 1);
+  CHECK(exporter::g_stats.skipped[0].find("missing.cutrace") != std::string::npos);
+  CHECK(std::filesystem::exists(none));
 
   err.clear();
   CHECK_FALSE(export_sqlite(f.files, f.align, f.dir.path + "/no/such/dir/x.sqlite", &err));

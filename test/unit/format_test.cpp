@@ -393,6 +393,38 @@ TEST_CASE("a damaged block is skipped and counted, the rest still read") {
   }
 }
 
+TEST_CASE("a block copied a second time is read once; read_blocks reads only the blocks asked for") {
+  const std::string good = kernels_trace(10000);
+  std::vector<BlockInfo> blocks = blocks_of(good);
+  REQUIRE(blocks.size() >= 4);
+  const BlockInfo& b = blocks[2];
+  std::string file = good.substr(0, b.offset + b.size) + good.substr(b.offset, b.size) + good.substr(b.offset + b.size);
+  TraceReader r;
+  std::string err;
+  REQUIRE(r.open_memory(file, "dup", &err));
+  std::vector<uint64_t> corrs = kernel_corrs(r);
+  CHECK(corrs.size() == 10000);
+  CHECK(is_prefix_sequence(corrs));
+  CHECK(r.status().duplicate_blocks == 1);
+  CHECK(r.status().bad_blocks == 0);
+  CHECK(r.status().seq_gaps == 0);
+
+  // The offsets read() reports, then two of them again: only their kernels, in that order.
+  std::vector<uint64_t> offsets;
+  r.read([&](const Record&) {
+    if (offsets.empty() || offsets.back() != r.block_offset()) offsets.push_back(r.block_offset());
+  });
+  REQUIRE(offsets.size() == blocks.size());
+  size_t n = 0;
+  uint64_t first = 0;
+  CHECK(r.read_blocks({offsets[3], offsets[1]}, [&](const Record& rec) {
+    if (rec.type() != trace::RecType::Kernel) return;
+    if (n++ == 0) first = value(rec.as<trace::KernelRec>().op.corr);
+  }));
+  CHECK(n == blocks[3].kernels + blocks[1].kernels);
+  CHECK(first == blocks[0].kernels + blocks[1].kernels + blocks[2].kernels);  // corrs count from 0
+}
+
 TEST_CASE("random damage never crashes or hangs the reader") {
   const std::string good = kernels_trace(3000);
   std::mt19937 rng(7);

@@ -363,6 +363,7 @@ Json rank_json(const FileSummary& f) {
       {"dropped", f.dropped},
       {"drops", tools::loss_json(f.losses)},
       {"bad_blocks", f.status.bad_blocks},
+      {"duplicate_blocks", f.status.duplicate_blocks},
       {"kernels", f.kernels},
       {"kernel_ns", f.kernel_ns},
       {"comm_kernel_ns", f.comm_kernel_ns},
@@ -483,6 +484,12 @@ Json SummaryModel::to_json() const {
   j["python_call_sites"] = py_call_sites_json(*this);
   j["pending_at_exit"] = {{"ops", pending_ops_}, {"syncs", open_syncs_}};
   return j;
+}
+
+nlohmann::ordered_json unreadable_json(const TraceSet& set) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const auto& [file, why] : set.unreadable()) a.push_back({{"file", file}, {"reason", why}});
+  return a;
 }
 
 }  // namespace cutrace

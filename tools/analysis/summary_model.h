@@ -328,4 +328,7 @@ class SummaryModel {
   uint64_t skipped_ = 0;
 };
 
+// `unreadable` of `summary --json`: [{"file", "reason"}] for each file of the set that did not open.
+nlohmann::ordered_json unreadable_json(const TraceSet& set);
+
 }  // namespace cutrace

@@ -462,6 +462,7 @@ void print_status(const TraceReader& r) {
       "; blocks={} bad_blocks={} seq_gaps={} missing_blocks={} records={} "
       "bad_records={} trailing_bytes={} dropped_records={}",
       s.blocks, s.bad_blocks, s.seq_gaps, s.missing_blocks, s.records, s.bad_records, s.trailing_bytes, s.dropped);
+  if (s.duplicate_blocks) line += format_copies("; duplicate_blocks={} (copies skipped)", s.duplicate_blocks);
   if (s.complete) {
     line +=
         format_copies("; end: records={} dropped={} flags={}", s.end.records, s.end.dropped, end_flags(s.end.flags));

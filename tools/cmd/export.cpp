@@ -4,7 +4,8 @@
 //             .json and there is one trace): Holistic Trace Analysis, Perfetto, chrome://tracing
 //   perfetto  one Perfetto protobuf trace OUT with every rank (ui.perfetto.dev, trace_processor)
 //   sqlite    one SQLite database OUT with Nsight Systems' export tables
-// Exit status 2 on errors (no traces, unreadable trace, unwritable output).
+// A trace that does not open is skipped, named with the reason, and the others are exported: exit
+// status 1. Exit status 2 on errors (no traces, none readable, unwritable output).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -65,6 +66,10 @@ int run(const Options& o) {
   using cutrace::tools::printable;  // warnings name traces and their hosts: no control characters
   for (const std::string& w : a.mixed_runs) std::fprintf(stderr, "cutrace export: warning: %s\n", printable(w).c_str());
   for (const std::string& w : st.warnings) std::fprintf(stderr, "cutrace export: warning: %s\n", printable(w).c_str());
+  if (ok) {
+    for (const std::string& w : st.skipped)
+      std::fprintf(stderr, "cutrace export: skipped %s (the other traces are exported)\n", printable(w).c_str());
+  }
   if (!ok) {
     std::fprintf(stderr, "cutrace export: %s\n", err.empty() ? "export failed" : printable(err).c_str());
     return 2;
@@ -72,7 +77,8 @@ int run(const Options& o) {
   if (!o.quiet) {
     double align_s = std::chrono::duration<double>(t1 - t0).count();
     double export_s = std::chrono::duration<double>(t2 - t1).count();
-    std::fprintf(stderr, "cutrace export: %zu trace(s), clock alignment %s", files.size(), a.method.c_str());
+    std::fprintf(stderr, "cutrace export: %zu trace(s), clock alignment %s", files.size() - st.skipped.size(),
+                 a.method.c_str());
     if (a.matched)
       std::fprintf(stderr, " (%zu collectives, residual median %.1f us)", a.matched, a.residual_median_ns / 1e3);
     std::fprintf(stderr, " in %.2f s\n", align_s);
@@ -85,7 +91,7 @@ int run(const Options& o) {
     for (const std::string& out : st.outputs) std::printf("%s\n", out.c_str());
     if (st.outputs.empty()) std::printf("%s\n", o.out.c_str());
   }
-  return 0;
+  return st.skipped.empty() ? 0 : 1;
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // clock (tools/analysis/align.h), reports each rank's alignment (collectives matched, correction,
 // residual, or why it stays on its wall clock) and, with -o, writes one merged job file
 // (trace/job_file.h) that every tool reads as it reads DIR, on the offsets reported here.
-// Exit status 2 when there is no trace, one of them cannot be read (named on stderr), or the
-// output cannot be written.
+// A trace that does not open is left out, named with the reason (stderr, the text and --json's
+// `skipped`), and the others are merged: exit status 1. Exit status 2 when there is no trace, none
+// opens, or the output cannot be written.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -62,11 +63,26 @@ int run_merge(const Options& o) {
       return 2;
     }
   }
+  // A rank whose file does not open is left out, named with the reason; the others are merged.
+  std::vector<std::pair<std::string, std::string>> skipped;  // file, reason
+  std::vector<std::string> readable;
+  for (const std::string& f : files) {
+    cutrace::TraceReader r;
+    std::string e;
+    if (r.open(f, &e)) readable.push_back(f);
+    else skipped.emplace_back(f, cutrace::open_error_reason(f, e));
+  }
+  for (const auto& [f, why] : skipped)
+    fprintf(stderr, "cutrace merge: %s: %s: left out%s\n", printable(f).c_str(), printable(why).c_str(),
+            readable.empty() ? "" : ", the other ranks are merged");
+  if (readable.empty()) return 2;
+  files = readable;
   cutrace::Alignment a = cutrace::align_traces(files, opt);
-  if (!a.errors.empty()) {  // a rank that cannot be read cannot be aligned: no partial answer
+  if (!a.errors.empty()) {  // a file that stopped reading between the two opens
     for (const std::string& e : a.errors) fprintf(stderr, "cutrace merge: %s\n", printable(e).c_str());
     return 2;
   }
+  const int rc = skipped.empty() ? 0 : 1;
   std::string err;
   if (!o.out.empty() && !cutrace::write_merged(o.out, files, a, opt.cross_host_tolerance_ns, &err)) {
     fprintf(stderr, "cutrace merge: %s\n", err.c_str());
@@ -82,6 +98,8 @@ int run_merge(const Options& o) {
     j["residual_max_ns"] = a.residual_max_ns;
     j["warnings"] = a.warnings;
     j["output"] = o.out.empty() ? nlohmann::json() : nlohmann::json(o.out);
+    j["skipped"] = nlohmann::json::array();
+    for (const auto& [f, why] : skipped) j["skipped"].push_back({{"file", f}, {"reason", why}});
     j["ranks"] = nlohmann::json::array();
     for (const auto& r : a.ranks)
       j["ranks"].push_back({{"file", r.file},
@@ -99,7 +117,7 @@ int run_merge(const Options& o) {
                             {"status", r.status},
                             {"note", r.note}});
     printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());  // host names: any bytes
-    return 0;
+    return rc;
   }
   printf("%zu trace files, clock alignment: %s\n", files.size(), a.method.c_str());
   printf("  %-6s %-16s %22s %14s %12s  %s\n", "rank", "host", "offset (ns)", "refined (ns)", "uncertainty", "file");
@@ -119,8 +137,10 @@ int run_merge(const Options& o) {
   }
   for (const std::string& w : a.warnings) printf("Warning: %s\n", printable(w).c_str());
   for (const std::string& m : a.mixed_runs) printf("Note: %s\n", printable(m).c_str());
+  for (const auto& [f, why] : skipped)
+    printf("Left out (unreadable): %s: %s\n", printable(f).c_str(), printable(why).c_str());
   if (!o.out.empty()) printf("Wrote %s: %zu traces on one clock\n", printable(o.out).c_str(), files.size());
-  return 0;
+  return rc;
 }
 
 }  // namespace

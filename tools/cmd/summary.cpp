@@ -62,6 +62,7 @@ std::string status_line(const FileSummary& f) {
   out += fmt::format(", blocks {}", human_count(s.blocks));
   if (s.bad_blocks) out += fmt::format(", bad blocks skipped {}", s.bad_blocks);
   if (s.missing_blocks) out += fmt::format(", blocks missing {}", s.missing_blocks);
+  if (s.duplicate_blocks) out += fmt::format(", duplicate blocks skipped {}", s.duplicate_blocks);
   if (f.read_error) out += ", read error";
   return out + fmt::format(", dropped records {}", human_count(f.dropped));
 }
@@ -825,9 +826,12 @@ int run(const Options& o) {
   if (o.json) {
     nlohmann::ordered_json j = model.to_json();
     j["stragglers"] = model.files().size() > 1 ? cutrace::straggler_json(strag) : nlohmann::ordered_json();
+    j["unreadable"] = unreadable_json(set);
     std::printf("%s\n", j.dump(2, ' ', false, replace).c_str());
   } else {
     print_text(model, o.top, strag);
+    for (const auto& [file, why] : set.unreadable())
+      std::printf("Unreadable, not counted: %s: %s\n", printable(file).c_str(), printable(why).c_str());
   }
   return set.errors().empty() && !read_errors ? 0 : 1;
 }

@@ -858,18 +858,20 @@ std::string json_name_for(const std::string& trace_file) {
 
 }  // namespace
 
-bool export_chrome(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
+bool export_chrome(const std::vector<std::string>& all_files, const Alignment& a, const std::string& out,
                    std::string* err) {
   exporter::ExportStats& st = exporter::g_stats;
   st.clear();
-  if (files.empty()) {
+  if (all_files.empty()) {
     *err = "no trace files to export";
     return false;
   }
+  // A file that does not open is skipped (said in st.skipped); the others are exported.
+  const std::vector<std::string> files = exporter::readable_files(all_files, err);
+  if (files.empty()) return false;
   // One base for every rank: the earliest capture start on the common clock, in whole us.
   int64_t base = 0;
   bool have_base = false;
-  std::vector<std::string> open_errors;
   for (const std::string& f : files) {
     TraceReader r;
     std::string e;
@@ -882,14 +884,14 @@ bool export_chrome(const std::vector<std::string>& files, const Alignment& a, co
   }
   base -= ((base % 1000) + 1000) % 1000;
 
-  bool single = files.size() == 1 && ends_with(out, ".json");
+  bool single = all_files.size() == 1 && ends_with(out, ".json");
   if (!single && !exporter::make_dirs(out, err)) return false;
   size_t exported = 0;
   for (const std::string& f : files) {
     TraceReader r;
     std::string e;
     if (!r.open(f, &e)) {
-      open_errors.push_back(e);
+      st.skipped.push_back(e);
       continue;
     }
     std::string path = single ? out : out + "/" + json_name_for(f);
@@ -908,11 +910,7 @@ bool export_chrome(const std::vector<std::string>& files, const Alignment& a, co
     st.outputs.push_back(path);
     ++exported;
   }
-  if (!open_errors.empty()) {
-    *err = "";
-    for (const std::string& e : open_errors) *err += (err->empty() ? "" : "; ") + e;
-    return false;
-  }
+  if (exported == 0 && err->empty()) *err = "no trace could be exported";
   return exported > 0;
 }
 

@@ -30,6 +30,7 @@ struct ExportStats {
   uint64_t bytes = 0;   // bytes written, all outputs together
   std::vector<std::string> outputs;
   std::vector<std::string> warnings;  // files skipped or read with damage
+  std::vector<std::string> skipped;   // "path: reason" of each file that did not open (the rest is exported)
   void clear() { *this = ExportStats{}; }
 };
 inline ExportStats g_stats;
@@ -114,10 +115,29 @@ inline void damage_warnings(const std::string& file, const ReadStatus& rs, std::
   if (rs.bad_blocks || rs.missing_blocks)
     out->push_back(file + ": " + std::to_string(rs.bad_blocks) + " damaged and " + std::to_string(rs.missing_blocks) +
                    " missing blocks skipped");
+  if (rs.duplicate_blocks)
+    out->push_back(file + ": " + std::to_string(rs.duplicate_blocks) +
+                   " duplicated blocks (copies of blocks read) skipped");
   if (rs.unresolved_configs)
     out->push_back(file + ": " + std::to_string(rs.unresolved_configs) +
                    " kernels whose name and launch configuration were in a lost block: written as \"" + kUnknownKernel +
                    "\"");
+}
+
+// Files of `files` that open; the others go to g_stats.skipped. *err when none opens.
+inline std::vector<std::string> readable_files(const std::vector<std::string>& files, std::string* err) {
+  std::vector<std::string> ok;
+  for (const std::string& f : files) {
+    TraceReader r;
+    std::string e;
+    if (r.open(f, &e)) ok.push_back(f);
+    else g_stats.skipped.push_back(e);
+  }
+  if (ok.empty()) {
+    err->clear();
+    for (const std::string& e : g_stats.skipped) *err += (err->empty() ? "" : "; ") + e;
+  }
+  return ok;
 }
 
 // GPU time of an operation, when it has one worth drawing.

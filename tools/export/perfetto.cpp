@@ -840,25 +840,17 @@ class PerfettoFile {
 
 }  // namespace
 
-bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, const std::string& out,
+bool export_perfetto(const std::vector<std::string>& all_files, const Alignment& a, const std::string& out,
                      std::string* err) {
   exporter::ExportStats& st = exporter::g_stats;
   st.clear();
-  if (files.empty()) {
+  if (all_files.empty()) {
     *err = "no trace files to export";
     return false;
   }
-  // A file that does not open fails the export before the output file is created.
-  std::string first_errors;
-  for (const std::string& f : files) {
-    TraceReader r;
-    std::string e;
-    if (!r.open(f, &e)) first_errors += (first_errors.empty() ? "" : "; ") + e;
-  }
-  if (!first_errors.empty()) {
-    *err = first_errors;
-    return false;
-  }
+  // A file that does not open is skipped (st.skipped); when none opens, no output file is created.
+  const std::vector<std::string> files = exporter::readable_files(all_files, err);
+  if (files.empty()) return false;
   std::string path = out;
   struct stat sb;
   if (::stat(out.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) path = out + "/trace.pftrace";
@@ -866,12 +858,11 @@ bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, 
   if (!o.open(path, err)) return false;
   Shared sh;
   sh.nfiles = files.size();
-  std::vector<std::string> open_errors;
   for (size_t i = 0; i < files.size(); ++i) {
     TraceReader r;
     std::string e;
     if (!r.open(files[i], &e)) {
-      open_errors.push_back(e);
+      st.skipped.push_back(e);
       continue;
     }
     PerfettoFile pf(r, o, sh, i, exporter::offset_for(a, files[i]));
@@ -884,11 +875,6 @@ bool export_perfetto(const std::vector<std::string>& files, const Alignment& a, 
   if (!o.close(err)) return false;
   st.bytes = o.written();
   st.outputs.push_back(path);
-  if (!open_errors.empty()) {
-    err->clear();
-    for (const std::string& e : open_errors) *err += (err->empty() ? "" : "; ") + e;
-    return false;
-  }
   return true;
 }
 

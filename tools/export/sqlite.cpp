@@ -718,17 +718,17 @@ bool export_sqlite(const std::vector<std::string>& files, const Alignment& a, co
     return false;
   }
   // Every input first: the session start and the global ids depend on all of them. A file that
-  // does not open fails the export before anything is written.
+  // does not open is skipped (st.skipped); when none opens, nothing is written.
   std::vector<Input> inputs;
-  std::string open_errors;
   for (const std::string& f : files) {
     Input in;
     std::string e;
     if (probe(f, a, &in, &e)) inputs.push_back(std::move(in));
-    else open_errors += (open_errors.empty() ? "" : "; ") + e;
+    else st.skipped.push_back(e);
   }
-  if (!open_errors.empty()) {
-    *err = open_errors;
+  if (inputs.empty()) {
+    err->clear();
+    for (const std::string& e : st.skipped) *err += (err->empty() ? "" : "; ") + e;
     return false;
   }
   std::map<std::string, int64_t> host_ids;

@@ -174,6 +174,12 @@ std::string timeline_doc(const Timeline& tl, const TimelineQuery& q) {
   put_num(o, sat_sub(t1, origin));
   o += ",\"events\":";
   put_num(o, tl.events);
+  if (tl.blocks_indexed) {
+    o += ",\"blocks_read\":";
+    put_num(o, tl.blocks_read);
+    o += ",\"blocks_indexed\":";
+    put_num(o, tl.blocks_indexed);
+  }
   o += ",\"strings\":";
   o += dump(Json(tl.strings.all()));
   o += ",\"tracks\":[";
@@ -194,7 +200,8 @@ std::string timeline_doc(const Timeline& tl, const TimelineQuery& q) {
   return o;
 }
 
-std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const SummaryModel& model) {
+std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const SummaryModel& model,
+                          const Json& unreadable) {
   Json j;
   j["format"] = "cutrace-report-1";
   j["job"] = job_path;
@@ -215,28 +222,43 @@ std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const
   j["summary"] = model.to_json();
   // As `cutrace summary --json` adds it: null for one file.
   j["summary"]["stragglers"] = tl.files.size() > 1 ? straggler_json(tl.stragglers) : Json();
+  j["summary"]["unreadable"] = unreadable;
   return dump(j);
 }
 
-bool summarize(const std::string& job_path, SummaryModel* model, std::string* err) {
+bool summarize(const std::string& job_path, SummaryModel* model, Json* unreadable, std::string* err) {
   TraceSet set(job_path);
   size_t opened = set.for_each([&](TraceReader& r) { model->add(r); });
   if (opened == 0) {
     *err = set.errors().empty() ? job_path + ": nothing to read" : set.errors().front();
     return false;
   }
+  *unreadable = unreadable_json(set);
   return true;
 }
 
 }  // namespace
 
 bool dashboard_json(const std::string& job_path, std::string* out, std::string* err) {
+  return dashboard_json(job_path, out, err, nullptr);
+}
+
+bool dashboard_json(const std::string& job_path, std::string* out, std::string* err, TimelineIndex* index) {
   Timeline tl;
-  if (!load_timeline(job_path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &tl, err))
+  if (!load_timeline(job_path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &tl, err,
+                     index))
     return false;
   SummaryModel model;
-  if (!summarize(job_path, &model, err)) return false;
-  *out = dashboard_doc(job_path, tl, model);
+  Json unreadable;
+  if (!summarize(job_path, &model, &unreadable, err)) return false;
+  *out = dashboard_doc(job_path, tl, model, unreadable);
+  return true;
+}
+
+bool timeline_json(TimelineIndex& index, const TimelineQuery& q, std::string* out, std::string* err) {
+  Timeline tl;
+  if (!index.piece(q.t0_ns, q.t1_ns, &tl, err)) return false;
+  *out = timeline_doc(tl, q);
   return true;
 }
 
@@ -253,8 +275,9 @@ bool report_documents(const std::string& job_path, std::string* dashboard, std::
   if (!load_timeline(job_path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &tl, err))
     return false;
   SummaryModel model;
-  if (!summarize(job_path, &model, err)) return false;
-  *dashboard = dashboard_doc(job_path, tl, model);
+  Json unreadable;
+  if (!summarize(job_path, &model, &unreadable, err)) return false;
+  *dashboard = dashboard_doc(job_path, tl, model, unreadable);
   *timeline = timeline_doc(tl, TimelineQuery{});
   return true;
 }

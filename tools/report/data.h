@@ -15,6 +15,9 @@ namespace cutrace::report {
 // and the timeline's track tree and time extent.
 // Returns false and sets *err when nothing can be read.
 bool dashboard_json(const std::string& job_path, std::string* out, std::string* err);
+class TimelineIndex;  // tools/report/tracks.h
+// Same, and builds `index` (for timeline_json below) from the same read of the job.
+bool dashboard_json(const std::string& job_path, std::string* out, std::string* err, TimelineIndex* index);
 
 // Timeline events in [t0_ns, t1_ns) (host CLOCK_MONOTONIC-aligned ns as in the summary), for
 // every track. When a track holds more events than about `width_px` per the range, neighbouring
@@ -26,6 +29,9 @@ struct TimelineQuery {
   int width_px = 0;
 };
 bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::string* out, std::string* err);
+// Same document from an index: only the blocks of the range are decoded (its "blocks_read" says
+// how many, of "blocks_indexed").
+bool timeline_json(TimelineIndex& index, const TimelineQuery& q, std::string* out, std::string* err);
 
 // Added by the report half (compatible extensions):
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "tools/analysis/align.h"
@@ -75,9 +76,57 @@ struct FileEvents {
   int64_t offset_ns = 0;                                       // added to the counters' times
 };
 
+}  // namespace
+
+// One file of a TimelineIndex.
+struct IndexFile {
+  struct Block {
+    uint64_t offset;  // of its header in the file
+    int64_t lo, hi;   // earliest start and latest end of its events (job clock)
+    bool timed;       // holds an event
+  };
+  std::unique_ptr<TraceReader> reader;  // closed between pieces; its metadata is the whole file's
+  int64_t offset_ns = 0;
+  std::vector<Block> blocks;
+  StackTable stacks;
+  std::unordered_map<uint64_t, uint32_t> op_stacks;  // corr -> stack id of every OpStack record
+  std::map<uint32_t, std::pair<int, int>> threads;   // tid -> (track id, range depth)
+  std::map<uint32_t, int> streams;                   // stream id -> track id
+};
+
+struct TimelineIndex::Impl {
+  std::vector<std::unique_ptr<IndexFile>> files;
+  std::string clock;
+  int64_t t0_ns = 0, t1_ns = 0;
+  Symbolizer sym;  // ELF symbols, cached across pieces
+  std::mutex mu;
+  uint64_t blocks = 0, last_read = 0;
+};
+
+namespace {
+
 class Loader {
  public:
   Loader(Timeline* tl, int64_t t0, int64_t t1) : tl_(tl), t0_(t0), t1_(t1) {}
+
+  // Records, along the full read, each block's time span and every OpStack link into `ix`.
+  void index_into(IndexFile* ix) { build_ = ix; }
+  StackTable take_stacks() { return std::move(stacks_); }
+
+  // Only the blocks at `offsets` of an indexed file, with its stacks and symbols.
+  void read_piece(IndexFile& ix, const std::vector<uint64_t>& offsets, FileEvents& f, Symbolizer* sym) {
+    f_ = &f;
+    off_ = ix.offset_ns;
+    r_ = ix.reader.get();
+    piece_ = &ix;
+    sym_ = sym;
+    stack_text_.clear();
+    r_->read_blocks(offsets, [&](const Record& rec) { visit(rec); });
+    if (!r_->error().empty()) tl_->errors.push_back(r_->path() + ": " + r_->error());
+    r_->close();
+    piece_ = nullptr;
+    sym_ = &own_sym_;
+  }
 
   // offset_ns: added to every time of the file (the job's common clock, tools/analysis/align.h).
   void read(TraceReader& r, FileEvents& f, int64_t offset_ns) {
@@ -94,7 +143,17 @@ class Loader {
     op_stacks_.clear();
     stack_text_.clear();
     payloads_ = PayloadJoin();
-    r.read([&](const Record& rec) { visit(rec); });
+    if (build_) {
+      r.read([&](const Record& rec) {
+        uint64_t at = r.block_offset();
+        if (build_->blocks.empty() || build_->blocks.back().offset != at)
+          build_->blocks.push_back(
+              {at, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), false});
+        visit(rec);
+      });
+    } else {
+      r.read([&](const Record& rec) { visit(rec); });
+    }
     for (const auto& [tid, name] : r.threads()) f.thread_names[tid] = std::string(r.str(name));
     for (const auto& [id, s] : r.streams())
       f.stream_device[id] = s.device, f.stream_labels[id] = tools::stream_label(r, id);
@@ -109,18 +168,31 @@ class Loader {
     tl_->t1_ns = std::max(tl_->t1_ns, std::max(s, e));
   }
   int64_t at(int64_t t) const { return t > 0 ? sat_add(t, off_) : t; }  // 0 stays "unknown"
-  bool keep(int64_t s, int64_t e) const { return e >= t0_ && s < t1_; }
+  bool keep(int64_t s, int64_t e) {
+    if (build_) {
+      IndexFile::Block& b = build_->blocks.back();
+      b.lo = std::min(b.lo, s), b.hi = std::max(b.hi, e), b.timed = true;
+    }
+    return e >= t0_ && s < t1_;
+  }
   uint32_t str(std::string_view s) { return tl_->strings.id(std::string(s)); }
 
   // The call stack recorded for the operation `corr` (an OpStack record precedes its operation),
   // symbolised once per stack: a string id of one frame per line, innermost first; 0 = none.
   uint32_t backtrace_of(uint64_t corr) {
-    uint32_t stack = corr ? op_stacks_.take(corr) : 0;
+    uint32_t stack = 0;
+    if (piece_) {
+      auto it = corr ? piece_->op_stacks.find(corr) : piece_->op_stacks.end();
+      stack = it == piece_->op_stacks.end() ? 0 : it->second;
+    } else {
+      stack = corr ? op_stacks_.take(corr) : 0;
+    }
     if (!stack) return 0;
     auto [t, fresh] = stack_text_.emplace(stack, 0);
     if (fresh) {
       std::string text;
-      for (const SymFrame& f : sym_.stack(stacks_, stack)) text += (text.empty() ? "" : "\n") + frame_text(f);
+      for (const SymFrame& f : sym_->stack(piece_ ? piece_->stacks : stacks_, stack))
+        text += (text.empty() ? "" : "\n") + frame_text(f);
       t->second = text.empty() ? 0 : str(text);
     }
     return t->second;
@@ -164,9 +236,18 @@ class Loader {
   void visit(const Record& rec) {
     using T = trace::RecType;
     payloads_.see(rec);
-    if (stacks_.absorb(rec, *r_)) return;
+    // A piece keeps the call stacks of the job's index: their records are skipped.
+    if (piece_
+            ? rec.type() == T::Module || rec.type() == T::Stack || rec.type() == T::PyCode || rec.type() == T::PyStack
+            : stacks_.absorb(rec, *r_))
+      return;
     switch (rec.type()) {
-      case T::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
+      case T::OpStack: {
+        const auto& o = rec.as<trace::OpStackRec>();
+        if (build_) build_->op_stacks[uint64_t(o.corr)] = o.stack;
+        if (!piece_) op_stacks_.link(o);
+        break;
+      }
       case T::Kernel: {
         const auto& k = rec.as<trace::KernelRec>();
         uint32_t name = str(r_->str(k.name_id));
@@ -305,8 +386,11 @@ class Loader {
   FileEvents* f_ = nullptr;
   TraceReader* r_ = nullptr;
   int64_t off_ = 0;
-  StackTable stacks_;  // this file's Module and Stack records
-  Symbolizer sym_;     // ELF symbols, cached per module
+  StackTable stacks_;   // this file's Module and Stack records
+  Symbolizer own_sym_;  // ELF symbols, cached per module
+  Symbolizer* sym_ = &own_sym_;
+  IndexFile* build_ = nullptr;  // the index being built by this read
+  IndexFile* piece_ = nullptr;  // the indexed file a piece reads
   OpStacks op_stacks_;
   PayloadJoin payloads_;  // this file's Payload records, each joined to the Range or Mark after it
   std::unordered_map<uint32_t, uint32_t> stack_text_;  // stack id -> string id of its frames
@@ -413,7 +497,8 @@ void add_counter(Timeline* tl, int parent, const std::string& name, int file, co
   t.device = device;
 }
 
-void assemble(Timeline* tl, std::vector<FileEvents>& files) {
+// index: when given, gets each file's thread and stream track ids.
+void assemble(Timeline* tl, std::vector<FileEvents>& files, TimelineIndex::Impl* index = nullptr) {
   std::vector<std::string> hosts;
   for (const FileEvents& f : files) {
     if (std::find(hosts.begin(), hosts.end(), f.info.host) == hosts.end()) hosts.push_back(f.info.host);
@@ -440,6 +525,7 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
         tr.events = std::move(f.threads[tid]);
         int depth = f.max_depth.count(tid) ? f.max_depth[tid] : 0;
         tr.rows = depth + 1;
+        if (index) index->files[fi]->threads[tid] = {t, depth};
         for (uint16_t& r : tr.events.row)
           if (r == kApiRow) r = uint16_t(depth);
         sort_events(tr.events);
@@ -465,6 +551,7 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
           int s = add_track(tl, g, "stream",
                             label != f.stream_labels.end() ? label->second : ::fmt::format("stream {}", sid), int(fi));
           tl->tracks[size_t(s)].device = dev;
+          if (index) index->files[fi]->streams[sid] = s;
           tl->tracks[size_t(s)].events = std::move(f.streams[sid]);
           sort_events(tl->tracks[size_t(s)].events);
         }
@@ -525,7 +612,8 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files) {
 
 }  // namespace
 
-bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err) {
+bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err,
+                   TimelineIndex* index) {
   *out = Timeline{};
   TraceSet set(job_path);
   // Several files (ranks, possibly on several hosts): one clock for all, as `cutrace export`.
@@ -539,18 +627,110 @@ bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Ti
   }
   std::vector<FileEvents> files;
   Loader loader(out, t0_ns, t1_ns);
-  set.for_each([&](TraceReader& r) {
+  TimelineIndex::Impl* ix = nullptr;
+  if (index) {
+    index->impl = std::make_unique<TimelineIndex::Impl>();
+    ix = index->impl.get();
+  }
+  auto one = [&](TraceReader& r, IndexFile* f) {
     files.emplace_back();
-    loader.read(r, files.back(), set.files().size() > 1 ? align.offset_of(r.path()) : 0);
-  });
+    int64_t offset = set.files().size() > 1 ? align.offset_of(r.path()) : 0;
+    loader.index_into(f);
+    loader.read(r, files.back(), offset);
+    if (!f) return;
+    f->offset_ns = offset;
+    f->stacks = loader.take_stacks();
+    ix->blocks += f->blocks.size();
+    r.close();  // the fd and buffers; a piece opens the file again
+  };
+  if (ix) {
+    for (const std::string& path : set.files()) {  // set.for_each's readers do not outlive the call
+      auto f = std::make_unique<IndexFile>();
+      f->reader = std::make_unique<TraceReader>();
+      std::string e;
+      if (!f->reader->open(path, &e)) {
+        out->errors.push_back(e);
+        continue;
+      }
+      one(*f->reader, f.get());
+      ix->files.push_back(std::move(f));
+    }
+    if (set.files().empty()) out->errors.push_back(job_path + ": no *.cutrace files");
+  } else {
+    set.for_each([&](TraceReader& r) { one(r, nullptr); });
+    for (const std::string& e : set.errors()) out->errors.push_back(e);
+  }
   out->clock = set.files().size() > 1 ? align.method : "monotonic";
-  for (const std::string& e : set.errors()) out->errors.push_back(e);
   if (files.empty()) {
-    *err = set.errors().empty() ? job_path + ": nothing to read" : set.errors().front();
+    *err = out->errors.empty() ? job_path + ": nothing to read" : out->errors.front();
+    if (index) index->impl.reset();
     return false;
   }
   if (out->t0_ns > out->t1_ns) out->t0_ns = out->t1_ns = 0;  // no timed record at all
-  assemble(out, files);
+  assemble(out, files, ix);
+  if (ix) ix->clock = out->clock, ix->t0_ns = out->t0_ns, ix->t1_ns = out->t1_ns;
+  return true;
+}
+
+TimelineIndex::TimelineIndex() = default;
+TimelineIndex::~TimelineIndex() = default;
+
+uint64_t TimelineIndex::blocks() const { return impl ? impl->blocks : 0; }
+uint64_t TimelineIndex::last_blocks_read() const { return impl ? impl->last_read : 0; }
+
+bool TimelineIndex::piece(int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err) {
+  *out = Timeline{};
+  if (!impl) {
+    *err = "no index";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(impl->mu);
+  Loader loader(out, t0_ns, t1_ns);
+  std::vector<FileEvents> files(impl->files.size());
+  uint64_t read = 0;
+  for (size_t fi = 0; fi < impl->files.size(); ++fi) {
+    IndexFile& ix = *impl->files[fi];
+    std::vector<uint64_t> offsets;
+    for (const IndexFile::Block& b : ix.blocks) {
+      if (b.timed && b.hi >= t0_ns && b.lo < t1_ns) offsets.push_back(b.offset);
+    }
+    read += offsets.size();
+    if (!offsets.empty()) loader.read_piece(ix, offsets, files[fi], &impl->sym);
+  }
+  impl->last_read = read;
+  // The tracks of the whole job's tree, by id (tree order), whatever this range holds.
+  std::vector<std::pair<int, Track>> tracks;
+  for (size_t fi = 0; fi < impl->files.size(); ++fi) {
+    IndexFile& ix = *impl->files[fi];
+    FileEvents& f = files[fi];
+    for (const auto& [tid, id_depth] : ix.threads) {
+      Track t;
+      t.id = id_depth.first, t.kind = "thread", t.file = int(fi), t.rows = id_depth.second + 1;
+      auto it = f.threads.find(tid);
+      if (it != f.threads.end()) t.events = std::move(it->second);
+      for (uint16_t& r : t.events.row)
+        if (r == kApiRow) r = uint16_t(id_depth.second);
+      sort_events(t.events);
+      tracks.emplace_back(t.id, std::move(t));
+    }
+    for (const auto& [sid, id] : ix.streams) {
+      Track t;
+      t.id = id, t.kind = "stream", t.file = int(fi);
+      auto it = f.streams.find(sid);
+      if (it != f.streams.end()) t.events = std::move(it->second);
+      sort_events(t.events);
+      tracks.emplace_back(t.id, std::move(t));
+    }
+  }
+  std::sort(tracks.begin(), tracks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [id, t] : tracks) out->tracks.push_back(std::move(t));
+  out->clock = impl->clock;
+  out->t0_ns = impl->t0_ns, out->t1_ns = impl->t1_ns;
+  out->blocks_read = read, out->blocks_indexed = impl->blocks;
+  if (impl->files.empty()) {
+    *err = "nothing to read";
+    return false;
+  }
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -108,10 +109,37 @@ struct Timeline {
   std::vector<std::string> clock_warnings;  // ranks left on their wall clocks (tools/analysis/align.h)
   StragglerReport stragglers;               // of several files (tools/analysis/straggler.h)
   std::vector<std::string> errors;          // files that could not be opened or read
+  // Of a TimelineIndex's piece: blocks decoded, of the blocks indexed (0 and 0 otherwise).
+  uint64_t blocks_read = 0, blocks_indexed = 0;
 };
+
+class TimelineIndex;
 
 // Reads every file of `job_path`; keeps the events that overlap [t0_ns, t1_ns) (on the clock
 // above; the extent and the tree always cover the whole job). False when no file could be read.
-bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err);
+// With `index`, that read also builds it (tracks.cpp).
+bool load_timeline(const std::string& job_path, int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err,
+                   TimelineIndex* index = nullptr);
+
+// What `cutrace serve` keeps of a loaded job so that a timeline piece decodes only the blocks of
+// its time range (the file's blocks carry no time bounds): per file, the time span of every block
+// (on the job's clock), the reader holding the whole file's metadata (strings, kernel
+// configurations), the call stacks, and the track ids of the whole job's tree. Built by
+// load_timeline's full read; its memory is the metadata and 40 bytes a block, not the events.
+// A piece holds what load_timeline(job, t0, t1) would keep, unless the files changed since (the
+// caller builds a new index then). Pieces of one index are read one at a time.
+class TimelineIndex {
+ public:
+  TimelineIndex();
+  ~TimelineIndex();
+  // Events overlapping [t0_ns, t1_ns), every thread and stream track of the job (empty ones too)
+  // numbered as in the tree of the whole job. False when no indexed file reads any more.
+  bool piece(int64_t t0_ns, int64_t t1_ns, Timeline* out, std::string* err);
+  uint64_t blocks() const;            // blocks indexed, all files
+  uint64_t last_blocks_read() const;  // blocks the last piece decoded
+
+  struct Impl;  // tracks.cpp
+  std::unique_ptr<Impl> impl;
+};
 
 }  // namespace cutrace::report

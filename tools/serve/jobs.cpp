@@ -82,7 +82,7 @@ std::shared_ptr<JobCache::Loaded> JobCache::get(const std::string& id, Reply* er
   }
   auto l = std::make_shared<Loaded>();
   std::string why;
-  if (!report::dashboard_json(job.path, &l->dashboard, &why)) {
+  if (!report::dashboard_json(job.path, &l->dashboard, &why, &l->index)) {
     *err = error_reply(422, "cannot read job " + job.name + ": " + why);
     return nullptr;
   }
@@ -124,7 +124,7 @@ Reply JobCache::timeline(const std::string& id, const report::TimelineQuery& q) 
     if (it != l->pieces.end()) return Reply{200, it->second};
   }
   std::string out, why;
-  if (!report::timeline_json(l->job.path, q, &out, &why)) {
+  if (!report::timeline_json(l->index, q, &out, &why)) {
     return error_reply(422, "cannot read the timeline of " + l->job.name + ": " + why);
   }
   std::lock_guard<std::mutex> lock(mu_);

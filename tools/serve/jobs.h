@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "tools/report/data.h"
+#include "tools/report/tracks.h"
 #include "tools/serve/job_dir.h"
 
 namespace cutrace::serve {
@@ -47,6 +48,7 @@ class JobCache {
   struct Loaded {
     jobs::Job job;
     std::string dashboard;
+    report::TimelineIndex index;  // built with the dashboard: a piece decodes only its blocks
     std::map<std::tuple<int64_t, int64_t, int>, std::string> pieces;
     std::list<std::tuple<int64_t, int64_t, int>> piece_order;  // oldest first
     uint64_t last_used = 0;
