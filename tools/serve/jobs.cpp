@@ -1,5 +1,6 @@
 #include "tools/serve/jobs.h"
 
+#include <malloc.h>
 #include <cerrno>
 #include <cstdlib>
 
@@ -124,9 +125,11 @@ Reply JobCache::timeline(const std::string& id, const report::TimelineQuery& q) 
     if (it != l->pieces.end()) return Reply{200, it->second};
   }
   std::string out, why;
-  if (!report::timeline_json(l->index, q, &out, &why)) {
-    return error_reply(422, "cannot read the timeline of " + l->job.name + ": " + why);
-  }
+  bool ok = report::timeline_json(l->index, q, &out, &why);
+  // The piece's read windows (MiBs each) were freed into this worker thread's malloc arena,
+  // which glibc keeps: without a trim the server grows by them with every piece.
+  malloc_trim(0);
+  if (!ok) return error_reply(422, "cannot read the timeline of " + l->job.name + ": " + why);
   std::lock_guard<std::mutex> lock(mu_);
   if (l->pieces.emplace(key, out).second) {
     l->piece_order.push_back(key);
