@@ -340,7 +340,7 @@ def unreadable_rank_skipped_and_named_by_every_tool(s, c):
     other rank and names the empty file with the reason, in text and JSON: `summary --json`
     lists it under `unreadable`, `summary` says so, `export` (chrome, perfetto, sqlite) and
     `merge` (text, --json, -o) write the readable rank and say which file was skipped and why
-    (exit status 1), `report` writes the page, which names the file. Fails (export and merge:
+    (exit status 1), `report` writes the page, which names the file, and names it on stderr. Fails (export and merge:
     exit 2 and no output; summary --json: no entry) when one unreadable file refuses the job."""
     d, empty = damage_job(s, c, "unreadable-rank")
     work = s.tmpdir("unreadable-rank-out")
@@ -386,6 +386,8 @@ def unreadable_rank_skipped_and_named_by_every_tool(s, c):
         html = f.read()
     c.expect("node-0.rank1.pid4343.cutrace: empty file" in html,
              "the report page does not name the unreadable rank's file and why")
+    c.expect("not in the report: " in p.stderr and "node-0.rank1.pid4343.cutrace: empty file" in p.stderr,
+             f"report's stderr does not name the unreadable rank: {tail(p.stderr)}")
 
 
 def block_payload_flip(path, index):

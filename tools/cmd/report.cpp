@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +23,8 @@ struct Options {
 
 int run(const Options& o) {
   std::string html, err;
-  if (!cutrace::report::report_html(o.path, &html, &err)) {
+  std::vector<std::string> unreadable;
+  if (!cutrace::report::report_html(o.path, &html, &err, &unreadable)) {
     std::fprintf(stderr, "cutrace report: %s\n", cutrace::tools::printable(err).c_str());  // names traces
     return 2;
   }
@@ -31,6 +33,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "cutrace report: %s\n", err.c_str());
     return 2;
   }
+  for (const std::string& u : unreadable)  // also named in the page
+    std::fprintf(stderr, "cutrace report: not in the report: %s\n", cutrace::tools::printable(u).c_str());
   f.buf() = std::move(html);
   if (!f.close(&err)) {
     std::fprintf(stderr, "cutrace report: %s\n", err.c_str());

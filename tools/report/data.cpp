@@ -226,7 +226,8 @@ std::string dashboard_doc(const std::string& job_path, const Timeline& tl, const
   return dump(j);
 }
 
-bool summarize(const std::string& job_path, SummaryModel* model, Json* unreadable, std::string* err) {
+bool summarize(const std::string& job_path, SummaryModel* model, Json* unreadable, std::string* err,
+               std::vector<std::string>* unreadable_lines = nullptr) {
   TraceSet set(job_path);
   size_t opened = set.for_each([&](TraceReader& r) { model->add(r); });
   if (opened == 0) {
@@ -234,6 +235,7 @@ bool summarize(const std::string& job_path, SummaryModel* model, Json* unreadabl
     return false;
   }
   *unreadable = unreadable_json(set);
+  if (unreadable_lines) *unreadable_lines = set.errors();
   return true;
 }
 
@@ -270,13 +272,14 @@ bool timeline_json(const std::string& job_path, const TimelineQuery& q, std::str
 }
 
 // Both documents from one read of the events (the summary model reads the files once more).
-bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline, std::string* err) {
+bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline, std::string* err,
+                      std::vector<std::string>* unreadable_lines) {
   Timeline tl;
   if (!load_timeline(job_path, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &tl, err))
     return false;
   SummaryModel model;
   Json unreadable;
-  if (!summarize(job_path, &model, &unreadable, err)) return false;
+  if (!summarize(job_path, &model, &unreadable, err, unreadable_lines)) return false;
   *dashboard = dashboard_doc(job_path, tl, model, unreadable);
   *timeline = timeline_doc(tl, TimelineQuery{});
   return true;

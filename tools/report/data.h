@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cutrace::report {
 
@@ -37,7 +38,9 @@ bool timeline_json(TimelineIndex& index, const TimelineQuery& q, std::string* ou
 
 // The whole self-contained page of `cutrace report`: the web assets with both documents
 // (timeline: every event, no aggregation) embedded. False and *err when nothing can be read.
-bool report_html(const std::string& job_path, std::string* out, std::string* err);
+// *unreadable (when given): one line per file that did not open, with the reason.
+bool report_html(const std::string& job_path, std::string* out, std::string* err,
+                 std::vector<std::string>* unreadable = nullptr);
 // `cutrace diff --html`: web/diff.html with the `cutrace diff --json` document embedded.
 bool diff_html(std::string diff_json, std::string* out, std::string* err);
 

@@ -8,8 +8,8 @@
 
 namespace cutrace::report {
 
-bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline,
-                      std::string* err);  // tools/report/data.cpp
+bool report_documents(const std::string& job_path, std::string* dashboard, std::string* timeline, std::string* err,
+                      std::vector<std::string>* unreadable);  // tools/report/data.cpp
 
 namespace {
 
@@ -51,9 +51,10 @@ bool inline_page(const std::string& page_name, const std::string& data, std::str
 
 }  // namespace
 
-bool report_html(const std::string& job_path, std::string* out, std::string* err) {
+bool report_html(const std::string& job_path, std::string* out, std::string* err,
+                 std::vector<std::string>* unreadable) {
   std::string dashboard, timeline;
-  if (!report_documents(job_path, &dashboard, &timeline, err)) return false;
+  if (!report_documents(job_path, &dashboard, &timeline, err, unreadable)) return false;
   // The JSON documents escape '<' inside strings (tools/report/data.cpp), so no "</script>" can
   // end these elements early; the scripts were checked for "</script" when embedded.
   std::string data = "<script type=\"application/json\" id=\"cutrace-dashboard\">" + dashboard +
