@@ -1,6 +1,7 @@
 """End-to-end tests of the flight recorder (--capture-range flight:SECONDS, collector/flight.cpp,
 the TraceWriter's ring) and `cutrace snapshot PID` (imported by check.py), on paced_launches: one
 fake kernel a millisecond, so that each record's CPU time says when it was recorded."""
+import json
 import os
 import re
 import signal
@@ -16,12 +17,13 @@ KEEP_S = 1.5
 SLACK_NS = int(0.35e9 * TIME_SCALE)
 
 
-def start(s, d, keep, ms, name):
+def start(s, d, keep, ms, name, app=None, hang_timeout="0"):
     out = open(os.path.join(os.path.dirname(d), name + ".out"), "w+")
     err = open(os.path.join(os.path.dirname(d), name + ".err"), "w+")
     env = env_of(s, {"CUTRACE_SAMPLE_HZ": "0"})
-    argv = [s.cutrace, "record", "-q", "-o", d, "--hang-timeout", "0", "--capture-range", f"flight:{keep}", "--",
-            s.prog("paced_launches"), str(ms), "20000", "1000", "0"]
+    app = app or [s.prog("paced_launches"), str(ms), "20000", "1000", "0"]
+    argv = [s.cutrace, "record", "-q", "-o", d, "--hang-timeout", hang_timeout, "--capture-range", f"flight:{keep}",
+            "--", *app]
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True)
     return p, out, err
 
@@ -195,3 +197,36 @@ def flight_nonzero_exit_writes_a_snapshot(s, c):
     c.equal("windows", [w[0] for w in windows(s, c, trace)], ["flight:exit 3"])
     j = s.summary(c, trace)
     c.equal("kernels", [(k["name"], k["count"]) for k in j["kernels"]], [("k_before_exit", 1)])
+
+
+@test
+def flight_hang_report_writes_a_snapshot_with_the_stuck_kernel(s, c):
+    """hang_app's kernel that never ends under flight:5 --hang-timeout 1: the hang report triggers
+    a flight:hang snapshot, in the file while the job still hangs; SIGTERM then adds flight:SIGTERM,
+    and `cutrace hang` reads the Hang record and the pending kernel from the flight trace."""
+    root = s.tmpdir("flight_hang")
+    d = os.path.join(root, "out")
+    p, out, err = start(s, d, 5, 0, "hang", app=[s.prog("hang_app"), "kernel", "inf"], hang_timeout="1")
+    try:
+        c.require(app_pid(p, 30 * TIME_SCALE), f"no child of cutrace record: {tail(read(err))}")
+        deadline = time.monotonic() + 15 * TIME_SCALE
+        wins = []
+        while time.monotonic() < deadline and not wins:
+            time.sleep(0.1)
+            if traces(d):
+                wins = windows(s, c, os.path.join(d, traces(d)[0]))
+        c.require([w[0] for w in wins] == ["flight:hang"], f"windows while the job hangs: {wins}; {tail(read(err))}")
+        c.expect(p.poll() is None, "the job did not go on after the hang snapshot")
+        os.kill(app_pid(p, 1), signal.SIGTERM)
+        finish(p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    trace = os.path.join(d, traces(d)[0])
+    c.equal("windows", [w[0] for w in windows(s, c, trace)], ["flight:hang", "flight:SIGTERM"])
+    h = s.run([s.cutrace, "hang", "--json", d])
+    c.require(h.returncode == 0, f"`cutrace hang --json` exited {h.returncode}: {tail(h.stderr)}")
+    r = json.loads(h.stdout)["ranks"][0]
+    c.equal("hangs in the flight trace", r["hangs"], 1)
+    c.expect(any(o["name"] == "k_stuck" for o in r["in_flight"]), f"in flight: {r['in_flight']}")
