@@ -134,6 +134,7 @@ bool Collector::start() {
   live_.pid = getpid(), live_.rank = rank.rank < 0 ? 0 : rank.rank, live_.host = host_name();
   std::string base = trace_path(cfg.out_dir, rank);
   path_ = base;
+  if (cfg.flight_s > 0) w_.set_flight(int64_t(cfg.flight_s * 1e9), cfg.buffer_mb << 20);
   for (int i = 1; !w_.open(path_, &err); ++i) {
     if (i > 20 || errno != EEXIST) {
       log_warn("cannot create trace file %s: %s; capture disabled, the program continues", path_.c_str(), err.c_str());
@@ -201,6 +202,7 @@ bool Collector::start() {
   }
   on_exit(at_exit, nullptr);  // glibc: like atexit, with the exit status
   install_signal_flush();
+  if (w_.flight()) flight_start();
   log_info("recording to %s", path_.c_str());
   return true;
 }
@@ -304,6 +306,7 @@ void Collector::periodic(int64_t now) {
     last_flush_ = now;
     publish_status(cs.realtime_ns);
   }
+  if (w_.flight()) flight_poll(now);
   if (hang_timeout_ns_ > 0 && now - last_hang_check_ >= kHangCheckNs) {
     watch_hangs(now);
     last_hang_check_ = now;
@@ -503,6 +506,7 @@ void Collector::finish(uint32_t flags, int64_t wait_ns) {
     w_.meta("stacks_lost", std::to_string(stacks_lost_));
     log_info("%llu call stacks not recorded (stack ring full)", (unsigned long long)stacks_lost_);
   }
+  if (w_.flight()) flight_at_end((flags & trace::kEndSignal) ? g_fatal_signal.load() : 0, g_exit_status.load());
   bool closed = w_.close(dropped_total_, flags | (w_.failed() ? uint32_t(trace::kEndWriteError) : 0u)) && !w_.failed();
   unlink(live_status_path(config().out_dir, live_.pid).c_str());  // the trace is complete: no live status
   // Capture waited for a window that never opened (a launcher such as torchrun's parent, which
@@ -547,7 +551,7 @@ void Collector::window_edge(trace::WindowEdge edge, int64_t ts, const char* reas
   trace::WindowRec win{};
   win.ts = ts, win.index = begin ? window_index_ : window_index_ - 1, win.reason_id = w_.intern(reason);
   win.edge = uint8_t(edge);
-  w_.add(win, trace::RecType::Window);
+  if (!w_.flight()) w_.add(win, trace::RecType::Window);  // flight: the snapshots are the windows
   window_open_ = begin;
   if (begin) ++window_index_, window_began_ns_ = ts;
 }
@@ -579,7 +583,10 @@ void Collector::control(int64_t now) {
   close(fd);
   unlink(control_path_.c_str());
   std::string c(cmd, size_t(n > 0 ? n : 0));
-  if (c.rfind("start", 0) == 0) set(true, "signal");
+  if (c.rfind("snapshot", 0) == 0) {
+    if (w_.flight()) flight_snapshot("snapshot");
+    else log_warn("cutrace snapshot: this process does not run the flight recorder (--capture-range flight:SECONDS)");
+  } else if (c.rfind("start", 0) == 0) set(true, "signal");
   else if (c.rfind("stop", 0) == 0) set(false, "signal");
 }
 

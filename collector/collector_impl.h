@@ -30,11 +30,12 @@ namespace cutrace {
 
 extern GpuTiming g_timing;
 
-inline constexpr int64_t kCycleNs = 1000000;         // drain and poll every 1 ms
-inline constexpr int64_t kFlushNs = 1000000000;      // write a block at least once a second
-inline constexpr int64_t kClockNs = 100000000;       // tick-rate and GPU anchors every 100 ms
-inline constexpr int64_t kHangCheckNs = 100000000;   // the hang watchdog looks every 100 ms
-inline constexpr int64_t kExitWaitNs = 10000000000;  // at exit, wait up to 10 s for GPU work to finish
+inline constexpr int64_t kCycleNs = 1000000;          // drain and poll every 1 ms
+inline constexpr int64_t kFlushNs = 1000000000;       // write a block at least once a second
+inline constexpr int64_t kClockNs = 100000000;        // tick-rate and GPU anchors every 100 ms
+inline constexpr int64_t kHangCheckNs = 100000000;    // the hang watchdog looks every 100 ms
+inline constexpr int64_t kFlightFlushNs = 100000000;  // flight mode: a ring block every 100 ms
+inline constexpr int64_t kExitWaitNs = 10000000000;   // at exit, wait up to 10 s for GPU work to finish
 // A drain round takes at most kDrainChunk records from each thread (so the batch holds at most
 // threads x 256 records, not whole backlogs); one drain() takes at most kDrainRounds rounds, then
 // the cycle finalises operations and does its periodic work, so neither waits on the other long.
@@ -163,6 +164,14 @@ class Collector {
   std::vector<std::pair<uint32_t, uint64_t>> hang_ops_;      // its stuck ops: (stream id, seq)
   std::vector<std::pair<uint32_t, uint64_t>> hang_threads_;  // its blocked threads: (index, sync_t0)
   std::string hang_path_;                                    // DIR/hang.<host>.rank<N>.txt
+
+  // The flight recorder (--capture-range flight:SECONDS, collector/flight.cpp): the writer keeps
+  // the last SECONDS in memory; these write them to the file on a trigger.
+  void flight_start();                           // before the thread starts: SIGUSR2
+  void flight_poll(int64_t now);                 // every cycle: the 100 ms blocks, SIGUSR2
+  void flight_snapshot(const char* trigger);     // drain, then the writer's snapshot
+  void flight_at_end(int sig, int exit_status);  // a fatal signal or a non-zero exit status
+  int64_t last_flight_flush_ = 0;
 };
 
 }  // namespace cutrace

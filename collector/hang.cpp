@@ -302,6 +302,7 @@ void Collector::report_hang(int64_t now, int64_t since) {
   for (trace::HangItemRec& r : items) w_.append(&r);
   w_.flush();  // readable while the job hangs
   hang_text(out);
+  if (w_.flight()) flight_snapshot("hang");
 }
 
 }  // namespace cutrace

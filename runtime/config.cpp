@@ -70,8 +70,14 @@ void load_config() {
     if (!strcmp(v, "cudaProfilerApi")) c.capture = CaptureRange::CudaProfilerApi;
     else if (!strcmp(v, "nvtx")) c.capture = CaptureRange::Nvtx;
     else if (!strcmp(v, "manual")) c.capture = CaptureRange::Manual;
-    else if (strcmp(v, "process") != 0)
-      log_warn("CUTRACE_CAPTURE_RANGE=%s not understood (process|cudaProfilerApi|nvtx|manual)", v);
+    else if (!strncmp(v, "flight:", 7)) {
+      char* end = nullptr;
+      double s = strtod(v + 7, &end);
+      if (end == v + 7 || *end || !(s > 0 && s <= 86400))
+        log_warn("CUTRACE_CAPTURE_RANGE=%s: flight:SECONDS needs 0 < SECONDS <= 86400; recording the whole process", v);
+      else c.flight_s = s;
+    } else if (strcmp(v, "process") != 0)
+      log_warn("CUTRACE_CAPTURE_RANGE=%s not understood (process|cudaProfilerApi|nvtx|manual|flight:SECONDS)", v);
   }
   if (const char* v = env("CUTRACE_CAPTURE_NVTX")) c.nvtx_glob = v;
   if (c.capture == CaptureRange::Nvtx && c.nvtx_glob.empty()) c.nvtx_glob = "*";

@@ -67,6 +67,9 @@ struct Config {
   // CUTRACE_HANG_TIMEOUT: seconds a GPU operation may stay incomplete, or a thread blocked in a
   // synchronisation, before the collector writes a hang report (0 = no watchdog).
   double hang_timeout_s = 300;
+  // CUTRACE_CAPTURE_RANGE=flight:SECONDS: capture as in process mode, but the trace file gets only
+  // the last SECONDS, on a trigger (collector/flight.cpp). 0 = off.
+  double flight_s = 0;
   // Capture is off at first and something must turn it on: start the collector early.
   bool deferred() const { return capture != CaptureRange::Process || delay_s > 0; }
   // CUTRACE_CAPTURE_RANGE or CUTRACE_DELAY was given: the smprof API may not take windows over.

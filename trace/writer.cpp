@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace cutrace {
@@ -25,6 +26,33 @@ uint16_t record_size(const void* rec) {
   trace::RecHeader h;
   std::memcpy(&h, rec, sizeof h);
   return h.size;
+}
+
+uint16_t record_type(const void* rec) {
+  trace::RecHeader h;
+  std::memcpy(&h, rec, sizeof h);
+  return h.type;
+}
+
+// Flight mode: records that later records refer to by id, or that describe the whole process.
+// Kept whole, so that any block of the ring can be read after them (docs/FORMAT.md).
+bool is_definition(uint16_t type) {
+  switch (trace::RecType(type)) {
+    case trace::RecType::String:
+    case trace::RecType::Meta:
+    case trace::RecType::ApiName:
+    case trace::RecType::Thread:
+    case trace::RecType::Device:
+    case trace::RecType::Stream:
+    case trace::RecType::KernelConfig:
+    case trace::RecType::Module:
+    case trace::RecType::Stack:
+    case trace::RecType::PyCode:
+    case trace::RecType::PyStack:
+    case trace::RecType::CounterDef:
+    case trace::RecType::CounterMissing: return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -67,6 +95,7 @@ bool TraceWriter::open_memory(std::string* sink) {
 bool TraceWriter::start() {
   open_ = true;
   raw_.reserve(trace::kBlockTargetRaw);
+  block_begin_ns_ = monotonic_now();
   trace::FileHeader fh{};
   std::memcpy(fh.magic, trace::kFileMagic, sizeof fh.magic);
   fh.version_major = v1_ ? 1 : trace::kVersionMajor;
@@ -109,10 +138,23 @@ void TraceWriter::api_name(uint16_t api, std::string_view name) {
   add(r, trace::RecType::ApiName);
 }
 
-char* TraceWriter::reserve(size_t n) {
+char* TraceWriter::reserve(size_t n, uint16_t type) {
   ++records_;
   if (!open_ || closed_ || failed_) return nullptr;
-  if (raw_.size() + n > trace::kBlockTargetRaw && !flush()) return nullptr;
+  if (flight_) {
+    const bool clock = type == uint16_t(trace::RecType::ClockSync) && !clock_kept_;
+    if (clock || is_definition(type)) {
+      clock_kept_ |= clock;
+      size_t at = defs_.size();
+      defs_.resize(at + n);
+      return defs_.data() + at;
+    }
+    if (raw_.size() + n > trace::kBlockTargetRaw) ring_push(monotonic_now());
+    if (failed_) return nullptr;
+    ++raw_records_;
+  } else if (raw_.size() + n > trace::kBlockTargetRaw && !flush()) {
+    return nullptr;
+  }
   size_t at = raw_.size();
   raw_.resize(at + n);
   return raw_.data() + at;
@@ -121,13 +163,13 @@ char* TraceWriter::reserve(size_t n) {
 void TraceWriter::append(const void* rec) {
   uint16_t size = record_size(rec);
   if (size < sizeof(trace::RecHeader)) return;  // malformed: never written
-  if (char* dst = reserve(size)) std::memcpy(dst, rec, size);
+  if (char* dst = reserve(size, record_type(rec))) std::memcpy(dst, rec, size);
 }
 
 void TraceWriter::append_var(const void* fixed, size_t fixed_size, const void* tail, size_t tail_size) {
   if (fixed_size < sizeof(trace::RecHeader) || fixed_size > kMaxRecordSize) return;
   tail_size = std::min(tail_size, kMaxRecordSize - fixed_size);
-  char* dst = reserve(fixed_size + tail_size);
+  char* dst = reserve(fixed_size + tail_size, record_type(fixed));
   if (!dst) return;
   std::memcpy(dst, fixed, fixed_size);
   if (tail_size) std::memcpy(dst + fixed_size, tail, tail_size);
@@ -137,12 +179,24 @@ void TraceWriter::append_var(const void* fixed, size_t fixed_size, const void* t
 
 bool TraceWriter::flush() {
   if (failed_) return false;
-  if (raw_.empty() || !open_) return true;
+  if (!open_ || closed_) return true;
+  if (flight_) {
+    int64_t now = monotonic_now();
+    if (!raw_.empty()) ring_push(now);
+    else block_begin_ns_ = now, ring_trim(now);  // no record since the last block
+    return !failed_;
+  }
+  if (raw_.empty()) return true;
+  bool ok = write_block(raw_.data(), raw_.size(), 0);
+  raw_.clear();
+  return ok;
+}
 
-  const char* payload = raw_.data();
-  size_t payload_size = raw_.size();
+bool TraceWriter::write_block(const char* raw, size_t n, uint64_t records) {
+  const char* payload = raw;
+  size_t payload_size = n;
   if (!v1_) {
-    encoder_.encode(raw_.data(), raw_.size(), &packed_);
+    encoder_.encode(raw, n, &packed_);
     payload = packed_.data();
     payload_size = packed_.size();
   }
@@ -161,14 +215,115 @@ bool TraceWriter::flush() {
   bh.checksum = trace::xxh32(payload, payload_size);
   bh.seq = seq_++;
   std::memcpy(out_.data(), &bh, sizeof bh);
-  raw_.clear();
+  file_records_ += records;
   return write_out(out_.data(), sizeof bh + size_t(csize));
+}
+
+void TraceWriter::ring_trim(int64_t now) {
+  while (!ring_.empty() && ring_.front().begin_ns < now - keep_ns_) {
+    ring_bytes_ -= ring_.front().lz4.size();
+    ring_.pop_front();
+  }
+}
+
+void TraceWriter::ring_push(int64_t now) {
+  if (raw_.empty()) return;
+  const int raw_size = static_cast<int>(raw_.size());
+  out_.resize(size_t(LZ4_compressBound(raw_size)));
+  int csize = LZ4_compress_default(raw_.data(), out_.data(), raw_size, static_cast<int>(out_.size()));
+  if (csize <= 0) {
+    fail("LZ4 compression failed");
+    return;
+  }
+  FlightBlock b;
+  b.lz4.assign(out_.data(), out_.data() + csize);
+  b.raw_size = uint32_t(raw_size);
+  b.records = raw_records_;
+  b.begin_ns = block_begin_ns_;
+  ring_bytes_ += b.lz4.size();
+  ring_.push_back(std::move(b));
+  raw_.clear();
+  raw_records_ = 0;
+  block_begin_ns_ = now;
+  ring_trim(now);
+  while (ring_bytes_ > budget_ && !ring_.empty()) {  // the oldest go first: the span shrinks
+    ring_bytes_ -= ring_.front().lz4.size();
+    ring_.pop_front();
+    ++budget_cut_;
+  }
+}
+
+bool TraceWriter::write_defs() {
+  while (defs_written_ < defs_.size() && !failed_) {
+    size_t begin = defs_written_, p = begin;
+    uint64_t k = 0;
+    while (p < defs_.size()) {
+      size_t size = record_size(defs_.data() + p);
+      if (p > begin && p - begin + size > trace::kBlockTargetRaw) break;
+      p += size, ++k;
+    }
+    if (!write_block(defs_.data() + begin, p - begin, k)) return false;
+    defs_written_ = p;
+  }
+  return !failed_;
+}
+
+int64_t TraceWriter::snapshot(std::string_view trigger) {
+  int64_t now = monotonic_now();
+  if (!flight_ || !open_ || closed_ || failed_) return now;
+  ring_push(now);
+  ring_trim(now);
+  int64_t begin = ring_.empty() ? now : std::max(ring_.front().begin_ns, now - keep_ns_);
+  uint64_t kept = 0;
+  for (const FlightBlock& b : ring_) kept += b.records;
+  trace::WindowRec win{};
+  win.h.type = uint16_t(trace::RecType::Window), win.h.size = sizeof win;
+  win.index = snapshots_, win.reason_id = intern(std::string("flight:") + std::string(trigger));
+  char v[256];
+  snprintf(v, sizeof v, "trigger=%.*s begin_ns=%lld end_ns=%lld seconds=%.3f records=%llu budget_cut_blocks=%llu",
+           int(trigger.size()), trigger.data(), (long long)begin, (long long)now, double(now - begin) / 1e9,
+           (unsigned long long)kept, (unsigned long long)budget_cut_);
+  meta("flight_snapshot." + std::to_string(snapshots_), v);
+  write_defs();
+  win.ts = begin, win.edge = uint8_t(trace::WindowEdge::Begin);
+  write_block(reinterpret_cast<const char*>(&win), sizeof win, 1);
+  std::vector<char> scratch;
+  while (!ring_.empty() && !failed_) {
+    FlightBlock& b = ring_.front();
+    scratch.resize(b.raw_size);
+    int n = LZ4_decompress_safe(b.lz4.data(), scratch.data(), int(b.lz4.size()), int(b.raw_size));
+    if (n != int(b.raw_size)) {
+      fail("flight ring block damaged");
+      break;
+    }
+    write_block(scratch.data(), scratch.size(), b.records);
+    ring_bytes_ -= b.lz4.size();
+    ring_.pop_front();
+  }
+  win.ts = now, win.edge = uint8_t(trace::WindowEdge::End);
+  write_block(reinterpret_cast<const char*>(&win), sizeof win, 1);
+  ++snapshots_;
+  budget_cut_ = 0;
+  last_snapshot_ns_ = now;
+  block_begin_ns_ = now;
+  return begin;
 }
 
 bool TraceWriter::close(uint64_t dropped_total, uint32_t end_flags) {
   if (!open_ || closed_) return !failed_;
   trace::EndRec end{};
   end.ts = monotonic_now();
+  if (flight_) {  // the ring is dropped: only snapshot() writes it
+    write_defs();
+    end.h.type = uint16_t(trace::RecType::End), end.h.size = sizeof end;
+    end.records = file_records_, end.dropped = dropped_total, end.flags = end_flags;
+    write_block(reinterpret_cast<const char*>(&end), sizeof end, 1);
+    raw_.clear();
+    ring_.clear();
+    close_fd();
+    closed_ = true;
+    return !failed_;
+  }
   end.records = records_;
   end.dropped = dropped_total;
   end.flags = end_flags;

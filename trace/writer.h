@@ -35,6 +35,21 @@ class TraceWriter {
   // Before open*: write a format 1.1 file (unpacked records), as cutrace 0.1 did. For
   // compatibility tests and size comparisons.
   void write_v1() { v1_ = !open_; }
+  // Before open*: flight recorder (--capture-range flight:SECONDS). Definitions (is_definition)
+  // are kept whole in memory; other records go, in blocks LZ4-compressed without packing, to a
+  // ring holding the blocks begun within the last keep_ns and at most budget_bytes, oldest
+  // dropped first. Nothing but the header reaches the file until snapshot(); close() writes the
+  // definitions not yet written and End, never the ring.
+  void set_flight(int64_t keep_ns, size_t budget_bytes) {
+    if (!open_) flight_ = keep_ns > 0, keep_ns_ = keep_ns, budget_ = budget_bytes;
+  }
+  bool flight() const { return flight_; }
+  // Flight mode: writes the definitions not yet written, then a Window pair (reason "flight:" +
+  // trigger) around the kept blocks not yet written, in order, and a `flight_snapshot.K` Meta.
+  // Blocks written by an earlier snapshot are never written again. Returns the span's begin
+  // (monotonic ns; now when nothing was kept).
+  int64_t snapshot(std::string_view trigger);
+  uint32_t snapshots() const { return snapshots_; }
 
   // Returns the id (>= 1) of `s`, emitting a String record the first time it is seen.
   // Strings longer than trace::kMaxStringBytes are truncated first.
@@ -67,8 +82,12 @@ class TraceWriter {
   const std::string& error() const { return error_; }
 
  private:
-  bool start();             // writes the FileHeader
-  char* reserve(size_t n);  // room for one record in the raw block, or nullptr when discarding
+  bool start();                                                   // writes the FileHeader
+  char* reserve(size_t n, uint16_t type);                         // room for one record, or nullptr when discarding
+  bool write_block(const char* raw, size_t n, uint64_t records);  // pack, compress, write
+  bool write_defs();                                              // flight: the definitions not yet written
+  void ring_push(int64_t now);                                    // flight: raw_ into the ring
+  void ring_trim(int64_t now);                                    // flight: drop blocks begun before now - keep_ns_
   bool write_out(const char* p, size_t n);
   void fail(std::string msg);
   bool close_fd();
@@ -88,6 +107,27 @@ class TraceWriter {
   uint64_t seq_ = 0;
   uint64_t records_ = 0;
   uint64_t bytes_written_ = 0;
+
+  struct FlightBlock {
+    std::vector<char> lz4;  // LZ4 of raw records (unpacked)
+    uint32_t raw_size = 0;
+    uint64_t records = 0;
+    int64_t begin_ns = 0;  // when its first record could have been added (the previous block's end)
+  };
+  bool flight_ = false;
+  int64_t keep_ns_ = 0;
+  size_t budget_ = 0;
+  std::deque<FlightBlock> ring_;
+  size_t ring_bytes_ = 0;
+  uint64_t raw_records_ = 0;      // records in raw_
+  int64_t block_begin_ns_ = 0;    // when raw_ began collecting
+  std::vector<char> defs_;        // every definition record, in order
+  size_t defs_written_ = 0;       // bytes of defs_ already in the file
+  bool clock_kept_ = false;       // the first ClockSync is a definition (the reader's time base)
+  uint64_t file_records_ = 0;     // records in the file (End's count in flight mode)
+  uint64_t budget_cut_ = 0;       // blocks dropped for the budget, not for age
+  int64_t last_snapshot_ns_ = 0;  // the end of the last snapshot
+  uint32_t snapshots_ = 0;
 
   std::deque<std::string> string_store_;  // stable storage for the keys of string_ids_
   std::unordered_map<std::string_view, uint32_t> string_ids_;

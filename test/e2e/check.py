@@ -30,7 +30,8 @@ AREAS = ["summary_checks",    # counts and times of `cutrace summary`
          "job_checks",        # multi-rank jobs
          "hang_checks",       # the hang watchdog and `cutrace hang`
          "diff_checks",       # `cutrace diff` of two runs
-         "counter_checks"]    # CPU performance counters (perf_event_open)
+         "counter_checks",    # CPU performance counters (perf_event_open)
+         "flight_checks"]     # the flight recorder and `cutrace snapshot`
 
 if __name__ == "__main__":
     for area in AREAS:

@@ -719,6 +719,15 @@ FileSummary SummaryModel::file_summary(const TraceReader& r, bool read_ok) const
   f.gpu_timing = r.meta("gpu_timing");
   f.gpu_sample = meta_gpu_sample(r);
   f.gpu_sample_period_ns = r.meta_int("gpu_sample_period_ns", 0);
+  f.flight_seconds = std::atof(std::string(r.meta("flight_seconds")).c_str());
+  for (int k = 0;; ++k) {  // "trigger=T begin_ns=B end_ns=E seconds=S ..." (trace/writer.cpp)
+    std::string v(r.meta("flight_snapshot." + std::to_string(k)));
+    size_t b = v.find(" begin_ns="), sec = v.find(" seconds=");
+    if (v.rfind("trigger=", 0) != 0 || b == std::string::npos || sec == std::string::npos) break;
+    char line[96];
+    snprintf(line, sizeof line, "snapshot %d: the last %.1f s before ", k, std::atof(v.c_str() + sec + 9));
+    f.flight_snapshots.push_back(line + v.substr(8, b - 8));
+  }
   return f;
 }
 

@@ -173,7 +173,11 @@ struct FileSummary {  // one trace file: one process, usually one rank
   int64_t exit_status = -1;  // the process's exit status (meta exit_status); -1: not recorded
   bool read_error = false;
   std::string gpu_timing;  // meta gpu_timing: cupti, end, exact, none
-  double gpu_sample = 1;   // meta gpu_sample: fraction of the time GPU times were taken in
+  // Flight recorder (meta flight_seconds, flight_snapshot.K): the seconds kept (0: not a flight
+  // trace) and one line per snapshot, "snapshot K: the last X s before TRIGGER".
+  double flight_seconds = 0;
+  std::vector<std::string> flight_snapshots;
+  double gpu_sample = 1;  // meta gpu_sample: fraction of the time GPU times were taken in
   int64_t gpu_sample_period_ns = 0;
   uint64_t not_sampled = 0;  // GPU operations flagged not_sampled (no GPU time by design)
 

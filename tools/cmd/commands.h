@@ -1,5 +1,7 @@
 // One function per `cutrace` subcommand; each registers its subcommand on the app.
 #pragma once
+#include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -16,3 +18,8 @@ void add_report_command(CLI::App& app);    // tools/cmd/report.cpp: self-contain
 void add_serve_command(CLI::App& app);     // tools/cmd/serve.cpp
 void add_status_command(CLI::App& app);    // tools/cmd/status.cpp
 void add_hang_command(CLI::App& app);      // tools/cmd/hang.cpp
+void add_snapshot_command(CLI::App& app);  // tools/cmd/snapshot.cpp
+
+// tools/cmd/control.cpp: writes `verb` into the control file of PID and of each descendant with
+// the shim loaded; the paths written go to *written. Returns the exit status (1: none found).
+int control_tree(int root, const std::string& verb, std::vector<std::string>* written);

@@ -44,7 +44,9 @@ std::string traced_output_dir(int pid) {
   return "cutrace-trace";  // the shim's default, relative to the process's working directory
 }
 
-int signal_tree(int root, const std::string& verb) {
+}  // namespace
+
+int control_tree(int root, const std::string& verb, std::vector<std::string>* written) {
   std::vector<int> todo{root};
   int done = 0;
   while (!todo.empty()) {
@@ -61,6 +63,7 @@ int signal_tree(int root, const std::string& verb) {
       fprintf(stderr, "cutrace %s: cannot write %s\n", verb.c_str(), path.c_str());
     } else {
       printf("cutrace %s: pid %d (%s)\n", verb.c_str(), pid, path.c_str());
+      if (written) written->push_back(path);
       ++done;
     }
     if (fd >= 0) close(fd);
@@ -72,11 +75,13 @@ int signal_tree(int root, const std::string& verb) {
   return 0;
 }
 
+namespace {
+
 void add_control(CLI::App& app, const std::string& verb, const std::string& help) {
   auto pid = std::make_shared<int>(0);
   CLI::App* sub = app.add_subcommand(verb, help);
   sub->add_option("pid", *pid, "Process id (its traced descendants are included)")->required();
-  sub->callback([pid, verb] { throw CLI::RuntimeError(signal_tree(*pid, verb)); });
+  sub->callback([pid, verb] { throw CLI::RuntimeError(control_tree(*pid, verb, nullptr)); });
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_serve_command(app);
   add_status_command(app);
   add_hang_command(app);
+  add_snapshot_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -231,8 +231,19 @@ int run_record(const RecordOptions& o) {
   // --capture-range=nvtx:PATTERN is shorthand for nvtx + CUTRACE_CAPTURE_NVTX=PATTERN.
   std::string range = o.capture_range, pattern;
   if (range.rfind("nvtx:", 0) == 0) pattern = range.substr(5), range = "nvtx";
-  if (range != "process" && range != "cudaProfilerApi" && range != "nvtx" && range != "manual") {
-    fprintf(stderr, "cutrace record: --capture-range must be process, cudaProfilerApi, nvtx[:PATTERN] or manual\n");
+  const bool flight = range.rfind("flight:", 0) == 0;  // passed on whole: the shim parses SECONDS
+  if (flight) {
+    char* end = nullptr;
+    double s = strtod(range.c_str() + 7, &end);
+    if (end == range.c_str() + 7 || *end || !(s > 0 && s <= 86400)) {
+      fprintf(stderr, "cutrace record: --capture-range flight:SECONDS needs 0 < SECONDS <= 86400\n");
+      return 2;
+    }
+  }
+  if (!flight && range != "process" && range != "cudaProfilerApi" && range != "nvtx" && range != "manual") {
+    fprintf(stderr,
+            "cutrace record: --capture-range must be process, cudaProfilerApi, nvtx[:PATTERN], manual or "
+            "flight:SECONDS\n");
     return 2;
   }
   if (!o.capture_steps.empty() && range != "nvtx") {
@@ -287,7 +298,7 @@ int run_record(const RecordOptions& o) {
             "one job (they note traces of separate runs); use a directory per run\n",
             out.c_str(), before, before == 1 ? "" : "s");
   // With windows, a process writes a file only once one opened in it (collector.cpp, finish).
-  if (written == 0 && (range != "process" || o.delay > 0)) {
+  if (written == 0 && ((range != "process" && !flight) || o.delay > 0)) {
     std::string how = "--capture-range " + o.capture_range;
     if (o.delay > 0) {
       char d[48];
@@ -352,7 +363,9 @@ void add_record_command(CLI::App& app) {
       ->each([opts](const std::string&) { opts->hang_timeout_given = true; });
   sub->add_option("--capture-range", opts->capture_range,
                   "What opens capture windows: process (default), cudaProfilerApi, nvtx:PATTERN (NVTX "
-                  "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start())")
+                  "ranges whose name matches the glob), manual (cutrace start/stop PID, cutrace.start()), "
+                  "flight:SECONDS (keep the last SECONDS in memory, write them on a hang, SIGUSR2, cutrace "
+                  "snapshot PID or an abnormal end)")
       ->each([opts](const std::string&) { opts->capture_range_given = true; });
   sub->add_option("--capture-steps", opts->capture_steps,
                   "With nvtx:PATTERN, capture the A-th to B-th matching ranges (0-based), e.g. 100-120");

@@ -82,6 +82,9 @@ void print_files(const SummaryModel& m) {
                 f.cmdline.empty() ? "-" : printable(cutrace::tools::ellipsize(f.cmdline, 200)).c_str());
     for (const auto& d : f.devices) std::printf("  device   %s\n", device_line(d).c_str());
     std::printf("  status   %s\n", status_line(f).c_str());
+    if (f.flight_seconds > 0 && f.flight_snapshots.empty())
+      std::printf("  flight recorder: the last %g s kept, no snapshot written (no trigger)\n", f.flight_seconds);
+    for (const std::string& line : f.flight_snapshots) std::printf("  flight recorder: %s\n", printable(line).c_str());
   }
   const cutrace::SummaryOptions& o = m.options();
   std::string filters;
