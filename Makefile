@@ -17,8 +17,9 @@ WARN      := -Wall -Wextra -Wno-unused-parameter
 COMMON    := -std=c++17 -fPIC $(WARN) -I. -I$(CUDA_HOME)/include -MMD -MP
 LIBDIR    := /usr/lib/x86_64-linux-gnu
 LZ4_A     := $(firstword $(wildcard $(LIBDIR)/liblz4.a /usr/lib/liblz4.a))
-# The tools read ELF symbol tables with elfutils' libelf (static, with zlib).
-ELF_A     := $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
+# The tools read ELF symbol tables with elfutils' libelf and DWARF source lines with its libdw
+# (static, with zlib; the shim links neither).
+ELF_A     := $(LIBDIR)/libdw.a $(LIBDIR)/libelf.a $(LIBDIR)/libz.a
 
 # Layers, each using only those above it: trace/ (the file format: every tool and the collector),
 # runtime/ (what the shim's wrappers and the collector share: config, driver slots, ticks, the

@@ -110,6 +110,42 @@ def python_call_sites_of_launches(s, c):
 
 
 @test
+def chrome_export_writes_python_function_events(s, c):
+    """The Chrome export writes Kineto's python_function events for each sync's Python frames: for
+    every scenario of stack_app.py, one event per frame named "file(line): qualname", outermost
+    first, on the sync's thread at the sync's own ts and dur, each with a "Python id" and, below
+    the outermost, the "Python parent id" of the frame above it; none that is not at a call."""
+    python = sys.executable
+    d, want = run_app(s, c, python)
+    ver = ".".join(map(str, want["version"]))
+    out = os.path.join(d, "trace.json")
+    p = s.run([s.cutrace, "export", os.path.join(d, traces(d)[0]), "--format", "chrome", "-o", out])
+    c.require(p.returncode == 0, f"export chrome exited {p.returncode}: {p.stderr[-300:]}")
+    with open(out) as f:
+        ev = json.load(f)["traceEvents"]
+    at = {}
+    for e in ev:
+        if e.get("cat") == "python_function":
+            at.setdefault((e["pid"], e["tid"], e["ts"], e["dur"]), []).append(e)
+    chains, matched = [], 0
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "backtrace" in e.get("args", {}):
+            chain = at.get((e["pid"], e["tid"], e["ts"], e["dur"]), [])
+            matched += len(chain)
+            chains.append([x["name"] for x in chain])
+            for k, x in enumerate(chain):
+                c.expect(x["ph"] == "X" and isinstance(x["args"].get("Python id"), int), f"{ver}: event {x}")
+                parent = chain[k - 1]["args"].get("Python id") if k else None
+                c.equal(f"{ver} {x['name']} parent", x["args"].get("Python parent id"), parent)
+    for name, stack in want["stacks"]:
+        names = [f"{file}({line}): {fn}" for file, line, fn in reversed(stack)]
+        c.expect(names in chains, f"{ver} {name}: no call with python_function events {names}; calls: {chains}")
+    c.equal(f"{ver} python_function events not at a call", sum(map(len, at.values())) - matched, 0)
+    ids = [x["args"]["Python id"] for v in at.values() for x in v]
+    c.equal(f"{ver} distinct Python ids", len(set(ids)), len(ids))
+
+
+@test
 def python_stacks_under_thread_load(s, c):
     """8 threads launch (GIL released) while the main thread syncs (GIL held), 100k stacks with
     --python-stacks launch: every launch attributed to the worker's line, the syncs to theirs."""

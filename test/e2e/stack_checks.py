@@ -18,9 +18,25 @@ def sites_by_function(c, j):
     out = {}
     for site in j["sync_call_sites"]["sites"]:
         for key, fn in (("alpha", "sync_site_alpha("), ("beta", "sync_site_beta("), ("gamma", "copy_site_gamma(")):
-            if site["site"].startswith(fn):
+            if site["frames"] and site["frames"][0]["function"].startswith(fn):
                 c.expect(key not in out, f"two sites named {fn}...: {site['site']}")
                 out[key] = site
+    return out
+
+
+def frame_function(text):
+    """A native frame's text without its leading "file.cpp:LINE in " (present where DWARF gave it)."""
+    return re.sub(r"^\S+:\d+ in ", "", text)
+
+
+def marker_lines(path):
+    """{NAME: line number} of the `// line:NAME` comments of a source file."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            m = re.search(r"// line:(\w+)$", text.rstrip())
+            if m:
+                out[m.group(1)] = n
     return out
 
 
@@ -79,7 +95,7 @@ def sync_call_sites_attributed_to_their_functions(s, c):
     ev = json.load(open(os.path.join(out, os.listdir(out)[0]), encoding="utf-8"))["traceEvents"]
     stream_syncs = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "cudaStreamSynchronize"]
     c.equal("chrome stream syncs", len(stream_syncs), SYNC_SITES["alpha"])
-    c.expect(all(e["args"].get("backtrace", [""])[0].startswith("sync_site_alpha(") for e in stream_syncs),
+    c.expect(all(frame_function(e["args"].get("backtrace", [""])[0]).startswith("sync_site_alpha(") for e in stream_syncs),
              f"chrome backtrace: {stream_syncs[0]['args'] if stream_syncs else None}")
     launches = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "cudaLaunchKernel"]
     c.equal("chrome launches", len(launches), sum(SYNC_SITES.values()))
@@ -114,7 +130,7 @@ def backtrace_all_gives_launches_stacks(s, c):
     n = sum(SYNC_SITES.values())
     c.equal("OpStack records for launches", len(kernel_links), n)
     c.equal("OpStack records in all", len(ops), 2 * n)
-    c.expect(all('innermost="launch_site(' in line for line in kernel_links),
+    c.expect(all(re.search(r'innermost="(\S+:\d+ in )?launch_site\(', line) for line in kernel_links),
              f"launch stacks: {kernel_links[:1]}")
     j = s.summary(c, d)
     sites = sites_by_function(c, j)
@@ -128,7 +144,7 @@ def report_events_carry_their_call_stacks(s, c):
     """`cutrace report` shows each recorded call stack in the event's details: every sync and
     blocking copy of sync_sites has a backtrace whose first frame is the function that made the
     call (alpha: cuStreamSynchronize, beta: cuCtxSynchronize, gamma: the blocking copy), with main
-    under it; launches (not stacked in sync mode) have none."""
+    under it, alpha's with the DWARF line of its sync; launches (not stacked in sync mode) have none."""
     d = s.tmpdir("report_stacks")
     s.record(c, d, [s.prog("sync_sites")])
     out = os.path.join(d, "report.html")
@@ -141,13 +157,16 @@ def report_events_carry_their_call_stacks(s, c):
     strings = tl["strings"]
     firsts = collections.Counter()
     launches_with_stack = 0
+    alpha_line = marker_lines(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sync_sites.cpp"))["alpha_sync"]
+    alpha_with_line = 0
     for t in tl["tracks"]:
         for i, bt in enumerate(t.get("bt", [])):
             name = strings[t["n"][i]]
             if bt:
                 frames = strings[bt].split("\n")
-                c.expect(len(frames) >= 2 and frames[1].startswith("main "), f"{name}: frames {frames[:3]}")
-                firsts[(name, frames[0].split("(")[0])] += 1
+                c.expect(len(frames) >= 2 and frame_function(frames[1]).startswith("main "), f"{name}: frames {frames[:3]}")
+                firsts[(name, frame_function(frames[0]).split("(")[0])] += 1
+                alpha_with_line += frames[0].startswith(f"sync_sites.cpp:{alpha_line} in sync_site_alpha(")
             if name.startswith("cuLaunch") and bt:
                 launches_with_stack += 1
     by_fn = collections.Counter()
@@ -158,3 +177,50 @@ def report_events_carry_their_call_stacks(s, c):
                           "copy_site_gamma": SYNC_SITES["gamma"]})
     c.equal("alpha's calls", sorted({n for (n, fn) in firsts if fn == "sync_site_alpha"}), ["cuStreamSynchronize"])
     c.equal("launches with a stack", launches_with_stack, 0)
+    c.equal("events whose first frame has sync_site_alpha's DWARF line", alpha_with_line, SYNC_SITES["alpha"])
+
+
+@test
+def sync_call_site_has_dwarf_source_line(s, c):
+    """A C++ program built with -g: the sync call site of sync_site_alpha carries the file:line of
+    its cuStreamSynchronize call and main's frame the line that calls sync_site_alpha (the lines
+    of the `// line:` markers in sync_sites.cpp), in `summary --json` frames (file, line), the
+    site label, the text summary, `cutrace dump` and the Chrome export's backtrace; a frame of a
+    module without DWARF (_start's crt1 code has none) keeps file "" and line 0."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sync_sites.cpp")
+    lines = marker_lines(src)
+    c.require(sorted(lines) == ["alpha_call", "alpha_sync"], f"markers in {src}: {lines}")
+    d = s.tmpdir("dwarf_lines")
+    s.record(c, d, [s.prog("sync_sites")])
+    j = s.summary(c, d)
+    alpha = sites_by_function(c, j).get("alpha")
+    c.require(alpha is not None, f"no sync_site_alpha site: {[x['site'] for x in j['sync_call_sites']['sites']]}")
+    fr = alpha["frames"]
+    c.require(len(fr) >= 2, f"alpha frames: {fr}")
+    for k, (name, fn) in enumerate((("alpha_sync", "sync_site_alpha("), ("alpha_call", "main"))):
+        c.expect(fr[k]["function"].startswith(fn), f"frame {k} function {fr[k]['function']!r}")
+        c.expect(os.path.isabs(fr[k]["file"]) and os.path.realpath(fr[k]["file"]) == os.path.realpath(src),
+                 f"frame {k} file {fr[k]['file']!r}, not {src}")
+        c.equal(f"frame {k} line", fr[k]["line"], lines[name])
+    label = f"sync_sites.cpp:{lines['alpha_sync']} in sync_site_alpha(CUstream_st*)"
+    c.equal("site label", alpha["site"], label)
+    start = [f for f in fr if f["function"] == "_start"]
+    c.expect(all(f["file"] == "" and f["line"] == 0 for f in start), f"_start frames: {start}")
+    c.expect(all(set(f) >= {"function", "module", "offset", "file", "line"} for f in fr if not f.get("python")),
+             f"native frame keys: {[sorted(f) for f in fr]}")
+
+    text = s.run([s.cutrace, "summary", d]).stdout
+    c.expect(f" {label}: " in text, f"text summary lacks the site {label!r}: {tail(text, 1500)}")
+    c.expect(f"sync_sites.cpp:{lines['alpha_call']} in main (sync_sites+0x" in text,
+             f"text summary lacks main's frame line {lines['alpha_call']}: {tail(text, 1500)}")
+    trace = os.path.join(d, traces(d)[0])
+    c.expect(any(label in line for line in dump_lines(s, c, trace, "Stack")),
+             f"`cutrace dump` Stack lines lack {label!r}")
+    out = os.path.join(d, "chrome")
+    p = s.run([s.cutrace, "export", d, "--format", "chrome", "-o", out])
+    c.require(p.returncode == 0, f"`cutrace export --format chrome` exited {p.returncode}: {tail(p.stderr)}")
+    ev = json.load(open(os.path.join(out, os.listdir(out)[0]), encoding="utf-8"))["traceEvents"]
+    syncs = [e for e in ev if e.get("cat") == "cuda_runtime" and e["name"] == "cudaStreamSynchronize"]
+    c.equal("chrome stream syncs", len(syncs), SYNC_SITES["alpha"])
+    c.expect(all(e["args"].get("backtrace", [""])[0].startswith(label + " (sync_sites+0x") for e in syncs),
+             f"chrome backtrace: {syncs[0]['args'] if syncs else None}")

@@ -1,6 +1,7 @@
 // Call-stack attribution probe (CUTRACE_BACKTRACE): the GPU is synchronised from two distinct
 // named functions and copied back (blocking) from a third, so that the summary's sync call sites
-// can be checked by function name. Kernels are launched from a named function as well.
+// can be checked by function name. Kernels are launched from a named function as well. The
+// `// line:NAME` comments mark the lines whose DWARF source lines the tests check (built with -g).
 //   sync_sites [N_ALPHA] [N_BETA] [N_GAMMA]
 #include "test/e2e/common.h"
 
@@ -8,7 +9,9 @@
 __attribute__((noinline)) void launch_site(CUfunction f, CUstream s) {
   CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr));
 }
-__attribute__((noinline)) void sync_site_alpha(CUstream s) { CHECK(cuStreamSynchronize(s)); }
+__attribute__((noinline)) void sync_site_alpha(CUstream s) {
+  CHECK(cuStreamSynchronize(s));  // line:alpha_sync
+}
 __attribute__((noinline)) void sync_site_beta() { CHECK(cuCtxSynchronize()); }
 __attribute__((noinline)) void copy_site_gamma(void* host, CUdeviceptr d, size_t n) { CHECK(cuMemcpyDtoH(host, d, n)); }
 
@@ -21,7 +24,7 @@ int main(int argc, char** argv) {
   CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < na; ++i) {
     launch_site(k_long, s);
-    sync_site_alpha(s);
+    sync_site_alpha(s);  // line:alpha_call
   }
   for (int i = 0; i < nb; ++i) {
     launch_site(k_short, s);

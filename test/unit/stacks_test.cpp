@@ -165,7 +165,7 @@ TEST_CASE("symbolisation names the demangled function that contains each return 
   CHECK(frames[2].offset == 0x10);
   CHECK(frame_text(frames[2]) == "0x10");
   std::string text = frame_text(frames[0]);
-  CHECK(text.rfind("stacks_test_ns::target_two(int) (", 0) == 0);
+  CHECK(text.find("stacks_test_ns::target_two(int) (") != std::string::npos);
   CHECK(text.find("+0x") != std::string::npos);
   CHECK(sym.problems().empty());
 }

@@ -124,7 +124,15 @@ std::string frame_text(const SymFrame& f) {
   snprintf(off, sizeof off, "+0x%llx", (unsigned long long)f.offset);
   size_t slash = f.module.rfind('/');
   std::string where = (slash == std::string::npos ? f.module : f.module.substr(slash + 1)) + off;
+  if (!f.file.empty() && f.line) return site_text(f) + " (" + where + ")";
   return f.function.empty() ? where : f.function + " (" + where + ")";
+}
+
+std::string site_text(const SymFrame& f) {
+  if (f.python || f.file.empty() || !f.line) return frame_text(f);
+  size_t slash = f.file.rfind('/');
+  std::string src = (slash == std::string::npos ? f.file : f.file.substr(slash + 1)) + ":" + std::to_string(f.line);
+  return f.function.empty() ? src : src + " in " + f.function;
 }
 
 namespace {
@@ -223,7 +231,7 @@ const ElfSymbol* find_symbol(const std::vector<ElfSymbol>& syms, uint64_t addr) 
   return &*it;
 }
 
-const Symbolizer::Syms& Symbolizer::load(const ModuleInfo& m) {
+Symbolizer::Syms& Symbolizer::load(const ModuleInfo& m) {
   auto key = std::make_pair(m.path, m.build_id);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
@@ -236,6 +244,8 @@ const Symbolizer::Syms& Symbolizer::load(const ModuleInfo& m) {
     s.v.clear();
     problems_.push_back(m.path + ": build-id " + file_id + " differs from the recorded " + m.build_id +
                         " (the file changed since the run): not symbolised");
+  } else {
+    s.usable = true;
   }
   bool hex_id = m.build_id.find_first_not_of("0123456789abcdef") == std::string::npos;  // names a path
   if (m.build_id.size() > 2 && hex_id && (s.v.empty() || file_id == m.build_id)) {
@@ -243,7 +253,8 @@ const Symbolizer::Syms& Symbolizer::load(const ModuleInfo& m) {
     std::string dbg = "/usr/lib/debug/.build-id/" + m.build_id.substr(0, 2) + "/" + m.build_id.substr(2) + ".debug";
     std::vector<ElfSymbol> extra;
     std::string dbg_id, dbg_why;
-    if (access(dbg.c_str(), R_OK) == 0 && read_elf_symbols(dbg, &extra, &dbg_id, &dbg_why) && !extra.empty()) {
+    if (access(dbg.c_str(), R_OK) == 0 && read_elf_symbols(dbg, &extra, &dbg_id, &dbg_why)) {
+      if (dbg_id.empty() || dbg_id == m.build_id) s.debug_file = dbg;
       s.v.insert(s.v.end(), extra.begin(), extra.end());
       sort_unique(&s.v);
     }
@@ -258,9 +269,38 @@ SymFrame Symbolizer::frame(const StackTable& t, const trace::StackFrame& f) {
   if (!m) return out;
   out.module = m->path;
   // A return address points after the call: look up the call instruction's byte.
-  const ElfSymbol* s = find_symbol(load(*m).v, f.offset ? f.offset - 1 : 0);
+  uint64_t at = f.offset ? f.offset - 1 : 0;
+  Syms& syms = load(*m);
+  const ElfSymbol* s = find_symbol(syms.v, at);
   if (s) out.function = demangle(s->name.c_str());
+  source_line(syms, *m, at, &out);
   return out;
+}
+
+void Symbolizer::source_line(Syms& s, const ModuleInfo& m, uint64_t addr, SymFrame* out) {
+  if (!s.dwarf_tried) {
+    s.dwarf_tried = true;
+    // The module's own DWARF when it has it, else the separate debug file's; a file whose
+    // build-id differs from the recorded one gives no lines (its addresses mean other code).
+    std::string why;
+    for (const std::string* path : {&m.path, static_cast<const std::string*>(&s.debug_file)}) {
+      if (path->empty() || (path == &m.path && !s.usable)) continue;
+      auto d = std::make_unique<DwarfLines>();
+      if (d->open(*path, &why)) {
+        s.dwarf = std::move(d);
+        break;
+      }
+    }
+  }
+  if (!s.dwarf) return;
+  auto it = s.lines.find(addr);
+  if (it == s.lines.end()) {
+    std::pair<std::string, uint32_t> v;
+    if (!s.dwarf->lookup(addr, &v.first, &v.second)) v = {};
+    it = s.lines.emplace(addr, std::move(v)).first;
+  }
+  out->file = it->second.first;
+  out->line = it->second.second;
 }
 
 std::vector<SymFrame> Symbolizer::stack(const StackTable& t, uint32_t id) {

@@ -1,7 +1,8 @@
 // Call stacks in the tools: the Module and Stack records of a trace (collector/stacks.h wrote
 // them) and their symbolisation from the modules' ELF symbol tables (.symtab, else .dynsym;
 // also the separate debug file /usr/lib/debug/.build-id/xx/yyyy.debug when installed), read
-// with elfutils' libelf and cached per module; C++ names are demangled. Symbolisation happens
+// with elfutils' libelf and cached per module; C++ names are demangled. Source lines come from
+// the module's DWARF (else the debug file's) through libdw (dwarf_lines.h), opened on first use. Symbolisation happens
 // here, on the machine that runs the tool: the module files must be there (same paths), and a
 // module whose build-id differs from the recorded one is not symbolised (frames keep their
 // module + offset). PyCode and PyStack records add the Python frames the shim read
@@ -9,10 +10,12 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+#include "tools/analysis/dwarf_lines.h"
 #include "trace/reader.h"
 
 namespace cutrace {
@@ -72,11 +75,16 @@ struct SymFrame {
   std::string module;    // path; "" when the PC was in no module; a Python frame's co_filename
   uint64_t offset = 0;   // in the module (return address), or the raw PC without a module
   bool python = false;   // a Python frame: module:line in function
-  uint32_t line = 0;     // Python frames: the source line (0 = unknown)
+  uint32_t line = 0;     // the source line (0 = unknown): Python's, or native from DWARF
+  std::string file;      // native frames: the source file from the module's DWARF ("" = none)
 };
 // "function (libfoo.so+0x1a2b)", "libfoo.so+0x1a2b" or "0x7f...": the module's file name only.
+// Native frames with a DWARF line: "copies.cpp:26 in main (copies+0x25c2)".
 // Python frames: "train.py:87 in step" (the file name only).
 std::string frame_text(const SymFrame& f);
+// A call site's label: "copies.cpp:26 in main" for a native frame with a DWARF line, else
+// frame_text(f).
+std::string site_text(const SymFrame& f);
 // Whether a Python frame's file belongs to one of `packages` (comma-separated names: a path
 // component equal to one, "stdlib" for the standard library, "<frozen ...>" and "<string>"
 // files never count as stdlib). The innermost Python frame not in them is the call site.
@@ -107,8 +115,14 @@ class Symbolizer {
  private:
   struct Syms {
     std::vector<ElfSymbol> v;
+    bool usable = false;     // the file is the recorded one (readable, build-id not different)
+    std::string debug_file;  // the separate debug file, "" if none
+    bool dwarf_tried = false;
+    std::unique_ptr<DwarfLines> dwarf;                                     // null: no DWARF
+    std::unordered_map<uint64_t, std::pair<std::string, uint32_t>> lines;  // address -> file, line
   };
-  const Syms& load(const ModuleInfo& m);
+  Syms& load(const ModuleInfo& m);
+  void source_line(Syms& s, const ModuleInfo& m, uint64_t addr, SymFrame* out);
   std::map<std::pair<std::string, std::string>, Syms> cache_;  // (path, build id)
   std::vector<std::string> problems_;
 };

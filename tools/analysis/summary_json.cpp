@@ -413,7 +413,9 @@ Json sync_call_sites_json(const SummaryModel& m) {
     for (const SymFrame& f : site.frames) {
       if (f.python)
         frames.push_back({{"python", true}, {"function", f.function}, {"file", f.module}, {"line", f.line}});
-      else frames.push_back({{"function", f.function}, {"module", f.module}, {"offset", f.offset}});
+      else
+        frames.push_back(
+            {{"function", f.function}, {"module", f.module}, {"offset", f.offset}, {"file", f.file}, {"line", f.line}});
     }
     Json apis = Json::object();
     for (const auto& [name, n] : site.apis) apis[name] = n;

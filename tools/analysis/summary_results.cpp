@@ -80,7 +80,7 @@ std::string sync_site_label(const SyncSite& s, const std::string& py_skip) {
     std::string_view m(f.module);
     m = m.substr(m.rfind('/') == std::string_view::npos ? 0 : m.rfind('/') + 1);
     bool cuda = m.rfind("libcuda.so", 0) == 0 || m.rfind("libcudart", 0) == 0;
-    if (!f.function.empty() && !cuda) return frame_text(f);
+    if (!f.function.empty() && !cuda) return site_text(f);
   }
   return s.frames.empty() ? "(unknown stack)" : frame_text(s.frames.front());
 }

@@ -41,8 +41,8 @@
 
 #include "collector/nvtx_meta.h"
 #include "tools/analysis/losses.h"
-#include "tools/analysis/stacks.h"
 #include "tools/common/nvtx_names.h"
+#include "tools/export/chrome_stacks.h"
 #include "tools/export/common.h"
 #include "tools/export/counter_series.h"
 #include "tools/export/exports.h"
@@ -177,10 +177,11 @@ class ChromeFile {
   // The host event of a traced call, on the caller's thread, at the times the plan gives it
   // (nested with its neighbours). Opens the args object: {"cbid":..,"correlation":..
   void host_call(uint32_t tid, uint16_t api_id, int64_t t0, int64_t t1, uint64_t corr, int32_t result, bool has_corr,
-                 const Range* in) {
+                 const Range* in, uint32_t stack = 0) {
     host_tids_.insert(tid);
     plan_.host_times(ord_, &t0, &t1);
     call_b_ = t0, call_e_ = t1;
+    python_functions(stack, tid, t0, t1);
     const CallText& c = call(api_id);
     x_head(c.cat, c.quoted_name, pid_, tid, t0, t1);
     o_ += ",\"args\":{\"cbid\":";
@@ -233,8 +234,9 @@ class ChromeFile {
   bool op_sides(const trace::OpCommon& op, const Range* in) {
     bool is_call = trace::is_call(op.flags);
     if (is_call) {
-      host_call(op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result, true, in);
-      backtrace_arg(op.corr);
+      uint32_t stack = stacks_.take(op.corr);
+      host_call(op.tid, op.api, op.cpu_begin, op.cpu_end, op.corr, op.result, true, in, stack);
+      o_ += stacks_.backtrace_arg(stack);
       o_ += "}";
       end_event();
       votes_.op(op.tid, op.device);
@@ -399,9 +401,10 @@ class ChromeFile {
   }
 
   void sync(const trace::SyncRec& s) {
-    host_call(s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result, true, plan_.innermost(s.tid, s.cpu_begin));
+    uint32_t stack = stacks_.take(s.corr);
+    host_call(s.tid, s.api, s.cpu_begin, s.cpu_end, s.corr, s.result, true, plan_.innermost(s.tid, s.cpu_begin), stack);
     if (trace::sync_open(s)) o_ += ",\"pending\":true";  // blocked in it when the process ended
-    backtrace_arg(s.corr);
+    o_ += stacks_.backtrace_arg(stack);
     o_ += "}";
     end_event();
     if (exporter::gpu_side_sync(s)) gpu_sync(s);
@@ -588,8 +591,8 @@ class ChromeFile {
       case trace::RecType::Module:
       case trace::RecType::Stack:
       case trace::RecType::PyCode:
-      case trace::RecType::PyStack: stacks_.absorb(rec, r_); break;
-      case trace::RecType::OpStack: op_stacks_.link(rec.as<trace::OpStackRec>()); break;
+      case trace::RecType::PyStack:
+      case trace::RecType::OpStack: stacks_.absorb(rec, r_); break;
       case trace::RecType::CounterDef:
       case trace::RecType::CounterSample:
       case trace::RecType::CounterMissing: counters_.add(rec, r_); break;
@@ -597,23 +600,22 @@ class ChromeFile {
     }
   }
 
-  // ,"backtrace":["fn (module+0x..)", ...] for a host call whose call stack was recorded
-  // (innermost first; symbolised once per stack).
-  void backtrace_arg(uint64_t corr) {
-    uint32_t id = op_stacks_.take(corr);
-    if (!id) return;
-    std::string& json = backtraces_[id];
-    if (json.empty()) {
-      json = ",\"backtrace\":[";
-      bool first = true;
-      for (const SymFrame& f : symbolizer_.stack(stacks_, id)) {
-        if (!first) json += ',';
-        first = false;
-        append_json_string(json, frame_text(f));
+  // Kineto's python_function events of a call's Python frames, outermost first, each spanning
+  // the call (the frames' own extents are not recorded): viewers nest them above the call.
+  void python_functions(uint32_t stack, uint32_t tid, int64_t t0, int64_t t1) {
+    uint64_t parent = 0;
+    for (const std::string& name : stacks_.python_names(stack)) {
+      x_head("python_function", name, pid_, tid, t0, t1);
+      o_ += ",\"args\":{\"Python id\":";
+      put_u64(o_, ++python_ids_);
+      if (parent) {
+        o_ += ",\"Python parent id\":";
+        put_u64(o_, parent);
       }
-      json += ']';
+      o_ += "}";
+      end_event();
+      parent = python_ids_;
     }
-    o_ += json;
   }
 
   void gpu_sample(const trace::GpuSampleRec& g) { gpu_samples_.push_back({g.ts, g.device, g.util, g.mem_used}); }
@@ -838,11 +840,9 @@ class ChromeFile {
   exporter::DeviceVotes votes_;
   std::vector<GpuSampleLite> gpu_samples_;
   tools::CounterSet counters_;
-  StackTable stacks_;
-  Symbolizer symbolizer_;
-  OpStacks op_stacks_;
+  exporter::ChromeStacks stacks_;
+  uint64_t python_ids_ = 0;  // the last python_function event's "Python id"
   PayloadJoin payloads_;
-  std::unordered_map<uint32_t, std::string> backtraces_;  // stack -> its "backtrace" JSON
 };
 
 bool ends_with(const std::string& s, const char* suffix) {
