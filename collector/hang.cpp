@@ -92,7 +92,8 @@ void Collector::watch_hangs(int64_t now) {
   ops_.each_stream(
       [&](uint32_t, const std::deque<PendingOp>& q, int64_t last_end, const std::vector<OpResolver::Unconfirmed>& u) {
         if (q.empty() && u.empty()) return;
-        int64_t since = std::max(!u.empty() ? u.front().rec.kernel.op.cpu_end : q.front().op().cpu_end, last_end);
+        int64_t launched = !u.empty() ? u.front().rec.kernel.op.cpu_end : q.front().op().cpu_end;  // packed: a copy
+        int64_t since = std::max(launched, last_end);
         if (now - since > hang_timeout_ns_ && (!oldest || since < oldest)) oldest = since;
       });
   for (ThreadState* s = registry_head(); s; s = s->next.load(std::memory_order_acquire)) {
