@@ -360,7 +360,10 @@ void sync_event(nvtxSyncUser_t h, SyncEvent e) {
   auto* u = reinterpret_cast<SyncUser*>(h);
   if (u) emit(RawKind::Mark, stable_name(u->names[e]), 0, u->domain, 0, 0, RangeSource::Nvtx);
 }
-void NVTX_API SyncUserDestroy(nvtxSyncUser_t h) { sync_event(h, kSyncDestroyed); }
+void NVTX_API SyncUserDestroy(nvtxSyncUser_t h) {  // the handle ends here; its names are stable copies
+  sync_event(h, kSyncDestroyed);
+  delete reinterpret_cast<SyncUser*>(h);
+}
 void NVTX_API SyncUserAcquireStart(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireStart); }
 void NVTX_API SyncUserAcquireFailed(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireFailed); }
 void NVTX_API SyncUserAcquireSuccess(nvtxSyncUser_t h) { sync_event(h, kSyncAcquireSuccess); }
@@ -378,6 +381,7 @@ void NVTX_API DomainResourceDestroy(nvtxResourceHandle_t h) {
   if (r)
     emit_payload(RawKind::Mark, stable_name(r->destroyed), 0, r->domain, 0, 0, RangeSource::Nvtx,
                  {uint8_t(trace::PayloadType::U64), r->id});
+  delete r;
 }
 
 // ---- CUDA resource names (modules CUDA and CUDART) ----

@@ -144,7 +144,7 @@ def flight_cutrace_snapshot_pid_writes_once_and_normal_exit_adds_nothing(s, c):
     leaves a valid trace (End, the flight_seconds meta) without one kernel."""
     root = s.tmpdir("flight_snapshot")
     d = os.path.join(root, "out")
-    p, out, err = start(s, d, KEEP_S, 5000, "snap")
+    p, out, err = start(s, d, KEEP_S, int(2500 * TIME_SCALE) + 2500, "snap")  # runs on 2.5 s past the request
     try:
         c.require(app_pid(p, 30 * TIME_SCALE), f"no child of cutrace record: {tail(read(err))}")
         time.sleep(2.5 * TIME_SCALE)

@@ -190,7 +190,10 @@ void obj_mark(const void* h, const char* event, bool with_id) {
 nvtxSyncUser_t NVTX_API SyncCreate(nvtxDomainHandle_t d, const nvtxSyncUserAttributes_t* a) {
   return reinterpret_cast<nvtxSyncUser_t>(new Obj{d, a ? msg(a->messageType, a->message) : "", 0});
 }
-void NVTX_API SyncDestroy(nvtxSyncUser_t h) { obj_mark(h, "destroyed", false); }
+void NVTX_API SyncDestroy(nvtxSyncUser_t h) {
+  obj_mark(h, "destroyed", false);
+  delete reinterpret_cast<Obj*>(h);
+}
 void NVTX_API SyncStart(nvtxSyncUser_t h) { obj_mark(h, "acquire start", false); }
 void NVTX_API SyncFailed(nvtxSyncUser_t h) { obj_mark(h, "acquire failed", false); }
 void NVTX_API SyncSuccess(nvtxSyncUser_t h) { obj_mark(h, "acquire success", false); }
@@ -200,7 +203,10 @@ nvtxResourceHandle_t NVTX_API ResCreate(nvtxDomainHandle_t d, nvtxResourceAttrib
   obj_mark(o, "resource created", true);
   return reinterpret_cast<nvtxResourceHandle_t>(o);
 }
-void NVTX_API ResDestroy(nvtxResourceHandle_t h) { obj_mark(h, "resource destroyed", true); }
+void NVTX_API ResDestroy(nvtxResourceHandle_t h) {
+  obj_mark(h, "resource destroyed", true);
+  delete reinterpret_cast<Obj*>(h);
+}
 
 struct Writer {
   ~Writer() {

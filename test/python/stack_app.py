@@ -90,8 +90,12 @@ def main():
     t.start()
     t.join()
     (lambda: sync_via(CDLL, "lambda"))()
-    exec(compile("def made():\n    sync_via(CDLL, 'exec')\nmade()\n", "<made>", "exec"),
-         {"sync_via": sync_via, "CDLL": CDLL})
+    # Kept alive to the end: the collector reads a code object after the call, and one already
+    # freed may be named only in part (docs/USAGE.md).
+    global MADE
+    MADE = compile("def made():\n    sync_via(CDLL, 'exec')\nmade()\n", "<made>", "exec")
+    made_globals = {"sync_via": sync_via, "CDLL": CDLL}
+    exec(MADE, made_globals)
     for _ in range(3):
         fakefw.launch(drv, fns["k_py_a"])  # launch site A
     for _ in range(2):

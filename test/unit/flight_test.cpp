@@ -51,9 +51,9 @@ Read read_all(const std::string& file) {
   REQUIRE(r.read([&](const Record& rec) {
     if (rec.type() == trace::RecType::Kernel) {
       trace::KernelRec k = rec.as<trace::KernelRec>();
-      out.corrs.push_back(k.op.corr);
-      out.names.emplace_back(r.str(k.name_id));
-      out.grids.push_back(k.grid[0]);
+      out.corrs.push_back(uint64_t(k.op.corr));  // packed: a copy, not a reference
+      out.names.emplace_back(r.str(uint32_t(k.name_id)));
+      out.grids.push_back(uint32_t(k.grid[0]));
     } else if (rec.type() == trace::RecType::Window) {
       trace::WindowRec win = rec.as<trace::WindowRec>();
       out.windows.push_back(std::string(win.edge == uint8_t(trace::WindowEdge::Begin) ? "begin:" : "end:") +

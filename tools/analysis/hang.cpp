@@ -115,8 +115,9 @@ bool read_rank_hang(TraceReader& r, RankHang* out, std::string* err) {
           op.frames = frames_of(stacks, sym, it.stack);
           // Not complete, whatever its Kernel record said: one CUPTI gave no record for is written
           // without GPU time before the watchdog lists it.
-          if (it.seq) colls[it.corr] = Coll{it.begin, it.end, it.name_id, false};
-          items[it.corr] = std::move(op);
+          const uint64_t corr = it.corr;  // packed: a copy for the maps' key references
+          if (it.seq) colls[corr] = Coll{it.begin, it.end, it.name_id, false};
+          items[corr] = std::move(op);
         } else if (it.kind == uint8_t(tf::HangItemKind::Thread)) {
           hang_threads.push_back({it.tid, std::string(r.str(it.name_id)), it.stream, it.begin});
         }
