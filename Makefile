@@ -149,7 +149,7 @@ $(BUILD)/test/e2e/%: $(BUILD)/obj/test/e2e/%.o $(FAKE_SO)
 # hot_path counts the allocations of every library in the process: its malloc must be exported.
 $(BUILD)/test/e2e/hot_path: LDFLAGS += -rdynamic
 # The hang report names hang_app's launch site through dladdr: its symbols must be exported.
-$(BUILD)/test/e2e/hang_app: LDFLAGS += -rdynamic
+$(BUILD)/test/e2e/hang_app: override LDFLAGS += -rdynamic
 
 $(REPORT_GEN): $(BUILD)/obj/test/report/trace_gen.o $(FORMAT_A)
 	@mkdir -p $(dir $@)

@@ -99,7 +99,7 @@ TEST_CASE("flight writer: snapshots hold the definitions and the kept blocks onc
   CHECK(got.windows ==
         std::vector<std::string>{"begin:flight:first", "end:flight:first", "begin:flight:second", "end:flight:second"});
   CHECK(got.complete);
-  CHECK(got.end.records == got.records);  // End counts the records in the file, not those recorded
+  CHECK(uint64_t(got.end.records) == got.records);  // End counts the records in the file, not those recorded
   CHECK(w.snapshots() == 2);
 }
 
