@@ -191,6 +191,7 @@ bool Collector::start() {
     w_.meta("hang_timeout_s", t);
   }
 
+  if (w_.flight()) flight_start();  // writes metas: before the collector thread shares the writer
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the collector thread never takes the app's signals
@@ -202,7 +203,6 @@ bool Collector::start() {
   }
   on_exit(at_exit, nullptr);  // glibc: like atexit, with the exit status
   install_signal_flush();
-  if (w_.flight()) flight_start();
   log_info("recording to %s", path_.c_str());
   return true;
 }

@@ -215,14 +215,16 @@ bool kernel_only(const CounterSpec& s) {
 }  // namespace
 
 const std::vector<std::string>& software_counter_names() {
-  static const std::vector<std::string> v = {"task-clock", "context-switches", "cpu-migrations", "page-faults"};
-  return v;
+  // Never destroyed: the collector thread may read it while exit runs the static destructors.
+  static const auto* v =
+      new std::vector<std::string>{"task-clock", "context-switches", "cpu-migrations", "page-faults"};
+  return *v;
 }
 
 const std::vector<std::string>& default_hardware_counter_names() {
-  static const std::vector<std::string> v = {"cycles",        "instructions", "cache-misses",
-                                             "branch-misses", "itlb-misses",  "dtlb-misses"};
-  return v;
+  static const auto* v = new std::vector<std::string>{"cycles",      "instructions", "cache-misses", "branch-misses",
+                                                      "itlb-misses", "dtlb-misses"};  // never destroyed
+  return *v;
 }
 
 bool resolve_counter(const std::string& name, const std::string& sysfs, CounterSpec* out, std::string* why) {
