@@ -568,12 +568,13 @@ void assemble(Timeline* tl, std::vector<FileEvents>& files, TimelineIndex::Impl*
         add_counter(tl, g, "device memory allocated (cuMemAlloc*)", int(fi), "gpu_mem_alloc", dev, std::move(mem[dev]));
         // SM clock, power and temperature: a track each where NVML gave a value at least once.
         const std::vector<FileEvents::Clocks>& ck = f.clocks[dev];
+        const auto device = dev;  // C++17: a lambda cannot capture a structured binding
         auto clock_track = [&](const char* name, const char* series, const char* unit, double FileEvents::Clocks::*v) {
           CounterSeries c;
           c.unit = unit;
           bool any = false;
           for (const FileEvents::Clocks& x : ck) c.ts.push_back(x.ts), c.value.push_back(x.*v), any |= x.*v > 0;
-          if (any) add_counter(tl, g, name, int(fi), series, dev, std::move(c));
+          if (any) add_counter(tl, g, name, int(fi), series, device, std::move(c));
         };
         clock_track("SM clock MHz (NVML)", "gpu_sm_clock", "MHz", &FileEvents::Clocks::sm_mhz);
         clock_track("power W (NVML)", "gpu_power", "W", &FileEvents::Clocks::power_w);
