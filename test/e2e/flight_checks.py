@@ -129,6 +129,9 @@ def flight_sigusr2_then_sigterm_write_the_last_seconds_and_nothing_older(s, c):
     c.expect("trigger=SIGTERM" in meta.get("flight_snapshot.1", ""), f"flight_snapshot.1 meta: {meta}")
     j = s.summary(c, trace)
     c.equal("summary's kernel count", sum(k["count"] for k in j["kernels"]), len(kernels))
+    fl = j["ranks"][0]["flight"]
+    c.expect(fl and fl["seconds"] == KEEP_S and len(fl["snapshots"]) == 2,
+             f"summary --json ranks[0].flight: {fl} (want {KEEP_S} s and 2 snapshots)")
     text = s.run([s.cutrace, "summary", trace])
     c.expect(text.returncode == 0 and re.search(r"flight recorder: snapshot 1: the last 1\.\d s before SIGTERM",
                                                 text.stdout), f"summary text lacks the snapshot line: {tail(text.stdout, 2000)}")

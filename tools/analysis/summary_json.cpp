@@ -364,6 +364,9 @@ Json rank_json(const FileSummary& f) {
       {"drops", tools::loss_json(f.losses)},
       {"bad_blocks", f.status.bad_blocks},
       {"duplicate_blocks", f.status.duplicate_blocks},
+      // A flight-recorder file holds only its snapshots: its counts cover those spans.
+      {"flight",
+       f.flight_seconds > 0 ? Json{{"seconds", f.flight_seconds}, {"snapshots", f.flight_snapshots}} : Json()},
       {"kernels", f.kernels},
       {"kernel_ns", f.kernel_ns},
       {"comm_kernel_ns", f.comm_kernel_ns},
